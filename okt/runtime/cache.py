@@ -112,7 +112,7 @@ class Cache:
         self._filtered: dict[_KindKey, bool] = {}
         self._stopped = False
         self._recovery_listeners: list[Callable[[], None]] = []
-        self._served_listeners: dict[_KindKey, list[Callable[[], None]]] = {}
+        self._refusal_listeners: dict[_KindKey, list[Callable[[], None]]] = {}
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
@@ -210,7 +210,7 @@ class Cache:
                         field_owners=field_owners,
                         keep=keep,
                         on_recovered=self._recovered,
-                        on_served=functools.partial(self._served_changed, key),
+                        on_refusal=functools.partial(self._refusal_changed, key),
                     )
                     for scope in scopes
                 }
@@ -267,24 +267,21 @@ class Cache:
         for listener in listeners:
             listener()
 
-    def on_served_changed(self, kind: kinds.Kind, listener: Callable[[], None]) -> None:
-        """Call ``listener`` (on an informer's thread) whenever an informer of ``kind`` finds the kind no longer
-        served, or served again (see :attr:`okt.runtime.informer.Informer.served`): it reads :meth:`served` then. Told
-        served again once the list that answers is in the store, before any of its changes."""
+    def on_refusal_changed(self, kind: kinds.Kind, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (on an informer's thread) whenever an informer of ``kind`` finds the kind no longer served
+        (:attr:`okt.runtime.informer.Informer.served`) or its list or watch first refused
+        (:attr:`okt.runtime.informer.Informer.refusal`), and when the list that answers again is in the store, before
+        any of its changes: it reads :meth:`refusal` then."""
         with self._lock:
-            listeners = self._served_listeners.setdefault((kind.api_version, kind.kind), [])
+            listeners = self._refusal_listeners.setdefault((kind.api_version, kind.kind), [])
             if listener not in listeners:
                 listeners.append(listener)
 
-    def _served_changed(self, key: _KindKey) -> None:
+    def _refusal_changed(self, key: _KindKey) -> None:
         with self._lock:
-            listeners = tuple(self._served_listeners.get(key, ()))
+            listeners = tuple(self._refusal_listeners.get(key, ()))
         for listener in listeners:
             listener()
-
-    def served(self, kind: kinds.Kind) -> bool:
-        """Whether the API server serves ``kind`` to every informer of it (True when it is not watched)."""
-        return all(i.served for i in self.informers(kind))
 
     @property
     def synced(self) -> bool:

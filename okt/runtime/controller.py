@@ -480,20 +480,21 @@ class Controller:
             self.metrics.track_sync(str(kind), *self.cache.progress(kind))
         self.cache.on_recovered(self._retry_unanswered)
         if self.daemons:
-            self.cache.on_served_changed(self.kind, self._primary_served_changed)
+            self.cache.on_refusal_changed(self.kind, self._primary_refusal_changed)
         self._log.info("watching", kind=str(self.kind), owns=[str(k) for k in self.owned])
 
-    def _primary_served_changed(self) -> None:
-        """The API server stopped or started again serving the primary kind: its daemons are stopped meanwhile, and
-        started again for what the cache holds once it is listed again (see
+    def _primary_refusal_changed(self) -> None:
+        """The API server stopped serving the primary kind or refusing okt its list and watch, or started again: its
+        daemons are stopped meanwhile, and started again for what the cache holds once it is listed again (see
         :meth:`okt.runtime.daemons.Supervisor.suspend`). What the cache says is read under the lock: informers of
         several namespaces tell their changes on their own threads, and the last to take the lock acts on the state
         after every one of them."""
         with self._lock:
-            if self.cache.served(self.kind):
+            refused = self.cache.refusal(self.kind, None)
+            if refused is None:
                 self.daemons.resume(self.cache.each(self.kind))
             else:
-                self.daemons.suspend()
+                self.daemons.suspend(refused)
 
     def _retry_unanswered(self) -> None:
         retried = self.queue.retry_unanswered()
@@ -516,7 +517,7 @@ class Controller:
             thread.start()
         self._log.info("workers started", workers=self.workers)
         if self.daemons:
-            self._primary_served_changed()  # a kind not served since the caches synced starts no daemon
+            self._primary_refusal_changed()  # a kind refused or not served since the caches synced starts no daemon
             # One object at a time: the primaries decoded all at once were, at 10,000 objects, a spike of the
             # whole store's decoded size right when the sweep starts (and resident memory after it).
             self.daemons.start(self.cache.each(self.kind))

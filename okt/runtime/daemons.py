@@ -15,10 +15,12 @@ Guarantees:
   ``when`` raises does not pass, said once per object while it keeps raising), and when the supervisor stops
   (shutdown, lost lease);
 * **a kind the API server stops serving** (its CRD deleted, its version set to ``served: false``: see
-  :attr:`okt.runtime.informer.Informer.served`) stops the work of the kind: :meth:`Supervisor.suspend` asks every
-  daemon to stop, as a shutdown does (what they handed over is dropped, and each runs what follows its loop), and
-  none starts while it lasts; :meth:`Supervisor.resume`, once the API server lists the kind again, starts one for
-  every object the cache then holds, as at the start (one that had returned on its own stays done);
+  :attr:`okt.runtime.informer.Informer.served`) **or refuses okt the list or watch of** (``403``: the role lost the
+  rule, in one watched namespace or all; see :attr:`okt.runtime.informer.Informer.refusal`) stops the work of the
+  kind: :meth:`Supervisor.suspend` asks every daemon to stop, as a shutdown does (what they handed over is dropped, and
+  each runs what follows its loop), and none starts while it lasts; :meth:`Supervisor.resume`, once the list that
+  answers again is in the cache (before any of its changes is told), starts one for every object the cache then holds,
+  as at the start (one that had returned on its own stays done, one the list found deleted starts none);
 * **never two at once** for one object and daemon: an object that comes back while its daemon is still stopping
   (filtered out and in again, by the reconciler's filters or the daemon's own) gets a new daemon only once the old
   thread returned;
@@ -156,7 +158,8 @@ class Supervisor:
         self._lock = threading.Lock()
         self._slots: dict[_SlotKey, _Slot] = {}
         self._active = False
-        self._suspended = False  # the API server does not serve the kind: no daemon runs (see suspend())
+        # Why no daemon runs (see suspend()): the kind not served (a NotFound) or refused to okt (a Forbidden).
+        self._suspended: errors.ApiError | None = None
         self._watchdog: threading.Thread | None = None
         self._stops_asked = threading.Event()
         self._filter_errors = handler_filters.Raised()
@@ -196,18 +199,22 @@ class Supervisor:
                 slot.again = False
                 self._ask_stop(slot)
 
-    def suspend(self) -> bool:
-        """The API server no longer serves the kind: ask every daemon to stop, as :meth:`halt` does, and start none
-        until :meth:`resume` (returns at once; True unless it was suspended already).
+    def suspend(self, refusal: errors.ApiError) -> bool:
+        """The cache can no longer tell the kind's objects as they are — the API server no longer serves the kind
+        (``refusal`` a ``NotFound``) or refuses okt its list or watch (a ``Forbidden``: see
+        :meth:`okt.runtime.cache.Cache.refusal`): ask every daemon to stop, as :meth:`halt` does, and start none until
+        :meth:`resume` (returns at once; True unless it was suspended already).
 
         The objects the cache holds of the kind are as old as its last answer: their CRD deleted, they are gone; their
-        version no longer served, nothing tells what becomes of them. A daemon working from them would work from that
-        state, for as long as the kind is not served (days, a version left unserved), and hand over findings no
-        reconcile can write."""
+        version no longer served, or their watch refused, nothing tells what becomes of them — one deleted meanwhile
+        would keep its daemon until the kind is listed again. A daemon working from them would work from that state,
+        for as long as it lasts (days, a version left unserved, a rule not granted), and hand over findings no
+        reconcile can write (its reads of the kind refused too)."""
         with self._lock:
-            if self._suspended:
+            if self._suspended is not None:
+                self._suspended = refusal  # resume() says what ended last
                 return False
-            self._suspended = True
+            self._suspended = refusal
             if not self._active:
                 return True
             running = sum(slot.thread is not None and not slot.stop.is_set() for slot in self._slots.values())
@@ -217,18 +224,24 @@ class Supervisor:
                 self._ask_stop(slot)
         if running:
             self._log.info(
-                "the API server does not serve the kind any more: its daemons are asked to stop", daemons=running
+                "the API server refuses okt the list or watch of the kind: its daemons are asked to stop"
+                if isinstance(refusal, errors.Forbidden)
+                else "the API server does not serve the kind any more: its daemons are asked to stop",
+                daemons=running,
             )
         return True
 
     def resume(self, objs: Iterable[Mapping[str, Any]]) -> bool:
-        """The API server serves the kind again: start the daemons of ``objs`` (the cache's content, listed again) and
-        of every later event, as :meth:`start` does (True unless it was not suspended). A daemon still stopping from
-        :meth:`suspend` is started again once its thread returned; one that had returned on its own stays done."""
+        """The API server serves the kind again and lets okt list and watch it: start the daemons of ``objs`` (the
+        cache's content, listed again: call it once that list is in the store, before its changes are told) and of
+        every later event, as :meth:`start` does (True unless it was not suspended). A daemon still stopping from
+        :meth:`suspend` is started again once its thread returned, unless its object is gone from ``objs``; one that
+        had returned on its own stays done."""
         with self._lock:
-            if not self._suspended:
+            refusal = self._suspended
+            if refusal is None:
                 return False
-            self._suspended = False
+            self._suspended = None
             if not self._active:
                 return True
             before = self.started_total
@@ -239,7 +252,12 @@ class Supervisor:
                     self._observe_locked(informer_mod.ADDED, current)
             started = self.started_total - before
         if started:
-            self._log.info("the API server serves the kind again: its daemons start again", daemons=started)
+            self._log.info(
+                "the API server lets okt list and watch the kind again: its daemons start again"
+                if isinstance(refusal, errors.Forbidden)
+                else "the API server serves the kind again: its daemons start again",
+                daemons=started,
+            )
         return True
 
     def join(self, timeout: float | Left) -> bool:
@@ -318,8 +336,8 @@ class Supervisor:
         for daemon_name, options in self.declared.items():
             key = (uid, daemon_name)
             slot = self._slots.get(key)
-            if wanted and self._suspended:
-                continue  # the kind not served: asked to stop already, and started by resume()
+            if wanted and self._suspended is not None:
+                continue  # the kind not served or refused: asked to stop already, and started by resume()
             passes = wanted and self._active and self._passes(options, obj, uid, daemon_name, namespace, name)
             if passes:
                 if slot is None:
@@ -410,7 +428,7 @@ class Supervisor:
             slot.thread = None
             if self._slots.get(key) is not slot:
                 return
-            if slot.again and self._active and not self._suspended:
+            if slot.again and self._active and self._suspended is None:
                 self._launch(key, _Slot(slot.namespace, slot.name))
             elif slot.stop.is_set():
                 del self._slots[key]

@@ -65,8 +65,9 @@ Guarantees:
   leave, not as deleted), and every object it finds unchanged is announced as ``RESYNC``, so that what failed
   meanwhile is reconciled again — all of it once the whole list is in the store and :attr:`Informer.served` is True
   again (told page by page as it is stored, each change woke a reconcile that read the kind still refused by the
-  cache, and failed); ``on_served`` is called at each change of :attr:`Informer.served`, the second before any of
-  that list's changes is told (the kind's daemons are stopped meanwhile, and started again from that list);
+  cache, and failed); ``on_refusal`` is called when :attr:`Informer.served` turns False, and once that list is in
+  the store, before any of its changes is told (the kind's daemons are stopped meanwhile, and started again from that
+  list);
 * **an API server that has just restarted** answers a custom kind ``404`` for a moment, until its CRD handlers are in
   place (the built-in kinds at once): a ``404`` or ``405`` right after the list or watch was answered nothing at all
   is retried as any failure (logged once, at info level), the kind still served, for :data:`STARTING_GRACE` from the
@@ -78,7 +79,9 @@ Guarantees:
   refusal is lifted, what changed meanwhile told then (as above, not while the refusal still holds), and
   ``on_recovered`` called: resumed from where the watch stood instead, the watch tells what changed meanwhile only
   after it opened, and the reconciles retried at its opening read the store from before. The changes of such a list
-  are held encoded, as the store holds objects, until they are told.
+  are held encoded, as the store holds objects, until they are told. Only that list lifts the refusal (a watch is
+  never opened before it): ``on_refusal`` is called at the first ``403``, and once the list is in the store, before
+  its changes are told, as for a kind no longer served.
 
 Caveats: events are delivered one at a time — the watch's and the lists' on the informer's own thread, the resyncs'
 on a thread of their own and a :meth:`Informer.replay`'s on its caller's, never at the same time as the others, each
@@ -286,8 +289,9 @@ class Informer:
             keep it quick and pure.
         on_recovered: called on the informer's thread when the API server answers a list or watch again after one
             failed.
-        on_served: called on the informer's thread when :attr:`served` changes, once it has: when the kind is found
-            no longer served, and when the list that answers again is in the store, before any of its changes is told.
+        on_refusal: called on the informer's thread when :attr:`served` or :attr:`refusal` changes, once it has: when
+            the kind is found no longer served, when its list or watch is first refused (``403``), and when the list
+            that answers again is in the store, before any of its changes is told (once, for both).
         starting_grace: how long ``404`` or ``405`` answers right after an outage of the API server are retried as
             an API server still loading its CRDs, before the kind is taken for no longer served (see
             :data:`STARTING_GRACE`).
@@ -310,7 +314,7 @@ class Informer:
         field_owners: take_over.FieldOwners | None = None,
         keep: Callable[[Mapping[str, Any]], bool] | None = None,
         on_recovered: Callable[[], None] | None = None,
-        on_served: Callable[[], None] | None = None,
+        on_refusal: Callable[[], None] | None = None,
         starting_grace: float = STARTING_GRACE,
     ) -> None:
         if resync is not None and resync <= 0:
@@ -339,7 +343,7 @@ class Informer:
         self._field_owners = field_owners
         self._keep = keep
         self._on_recovered = on_recovered
-        self._on_served = on_served
+        self._on_refusal = on_refusal
         self._failing = False  # the last list or watch failed; the next one answered calls on_recovered
         self._served = True  # False from a list or watch answered 404 or 405 until a list succeeds again
         # While not served: False once discovery said no version of the kind's group serves it (its CRD deleted, its
@@ -425,8 +429,8 @@ class Informer:
     @property
     def refusal(self) -> errors.ApiError | None:
         """The ``403`` the API server answered this kind's last list or watch with (okt's role no longer grants
-        them): the store holds what was listed and watched before, and may be stale. None again once a list or a
-        watch is answered."""
+        them): the store holds what was listed and watched before, and may be stale. None again once a list is
+        answered and in the store (the watch opens only after it)."""
         return self._refusal
 
     @property
@@ -717,7 +721,7 @@ class Informer:
                 )
             if self._served:
                 self._served = False
-                self._served_changed()
+                self._refusal_changed()
         elif exc.status == _REFUSED:
             # Said once: the retries go on for as long as the role lacks the rule, which may be days. The
             # reads of the store fail meanwhile (see Cache.refusal): what it holds is as old as the refusal.
@@ -731,7 +735,10 @@ class Informer:
                 failures=self._failures,
                 retry_in=round(delay, 2),
             )
+            first = self._refusal is None
             self._refusal = exc
+            if first:
+                self._refusal_changed()
         else:
             self._said_failure(self._log.warning, "list or watch failed, retrying", exc, str(exc), delay)
             check_version = True
@@ -740,14 +747,15 @@ class Informer:
         self._stop.wait(delay)
         return need_list, check_version
 
-    def _served_changed(self) -> None:
-        """Tell ``on_served`` that :attr:`served` changed; one that raises is logged and never stops the informer."""
-        if self._on_served is None:
+    def _refusal_changed(self) -> None:
+        """Tell ``on_refusal`` that :attr:`served` or :attr:`refusal` changed; one that raises is logged and never
+        stops the informer."""
+        if self._on_refusal is None:
             return
         try:
-            self._on_served()
+            self._on_refusal()
         except Exception:
-            self._log.exception("the handler of a change of the kind being served failed")
+            self._log.exception("the handler of a change of the kind being served or refused failed")
 
     def _starting(self) -> bool:
         """Whether a ``404`` or ``405`` answered now is taken for an API server that has just started and not loaded
@@ -889,15 +897,19 @@ class Informer:
             self.relists += 1
         left = sum(now is not None for _, now in gone)
         self._log.debug("listed", count=len(listed), resource_version=version, deleted=len(gone) - left, left=left)
+        # Told once both are lifted, the list in the store and none of its changes told yet: what the kind's daemons
+        # start from is what the API server holds now, and an object the list lacks starts none.
+        lifted = not self._served or self._refusal is not None
         if not self._served:
             self._served = True
             self._log.info(
                 "the API server serves the kind again", count=len(listed), deleted=len(gone) - left, left=left
             )
-            self._served_changed()
         if self._refusal is not None:
             self._refusal = None
             self._log.info("the API server lets okt list and watch the kind again")
+        if lifted:
+            self._refusal_changed()
         if held:
             self._announce_sweep(self._unpacked(held))
         # A leave is told as the watch tells one of the ``keep`` filter: DELETED with the object as it is now, out of
@@ -1108,9 +1120,8 @@ class Informer:
         if not self._failing:
             return
         self._failing = False
-        if self._refusal is not None:
-            self._refusal = None
-            self._log.info("the API server lets okt list and watch the kind again")
+        # A refusal is not lifted here but by the list that answers (see _relist), once in the store: lifted with a
+        # watch's opening, the reads of the kind and its daemons would go on from the store as old as the refusal.
         self._log.info("the API server answers again")
         if self._on_recovered is not None:
             try:

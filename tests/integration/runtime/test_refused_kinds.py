@@ -10,6 +10,7 @@ from __future__ import annotations
 import pathlib
 import re
 import secrets
+import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -353,3 +354,86 @@ def running_guide_example(namespace: str) -> str:
 
 def ready_condition_absent(kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> bool:
     return condition(kube.get_or_none(kind, "g", namespace), "Ready") is None
+
+
+GADGET_READS_ONLY = [
+    {"apiGroups": [runtime.GROUP], "resources": ["gadgets"], "verbs": ["get", "update", "patch"]},
+    *GADGET_RULES[1:],
+]
+
+
+class FollowedGadgets(okt.Reconciler):
+    """Gadgets whose daemon records ``("started", name)`` when it starts and ``("stopped", name)`` after its loop."""
+
+    api_version = f"{runtime.GROUP}/v1"
+    kind = "Gadget"
+    plural = "gadgets"
+    lived: ClassVar[list[tuple[str, str]]] = []
+
+    @okt.daemon
+    def follow(self, ctx: okt.DaemonContext) -> None:
+        self.lived.append(("started", ctx.name))
+        while not ctx.stop.wait(0.1):
+            pass
+        self.lived.append(("stopped", ctx.name))
+
+
+def test_the_daemons_of_a_kind_whose_watch_is_refused_stop_and_start_again_from_the_list_once_granted(
+    kube: kube_client.Client,
+    operator: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    fake_reconcile: Any,
+) -> None:
+    """What the cache holds of a refused kind is as old as the refusal: the daemons ran on from it, and one whose object
+    was deleted meanwhile ran until the rule was back. Once it is, the list that answers decides which start again."""
+    FollowedGadgets.lived = []
+    lived = FollowedGadgets.lived
+    cache = cache_mod.Cache(operator, [namespace], watch_timeout=2)
+    gadgets = controller_mod.Controller(FollowedGadgets, operator, cache, workers=1, reconcile=fake_reconcile())
+    make_gadget("deleted", size=1)
+    make_gadget("kept", size=1)
+    try:
+        with structlog.testing.capture_logs() as logged:
+            gadgets.watch()
+            assert cache.wait_for_sync(30)
+            gadgets.start_workers()
+            wait_for(lambda: len(lived) == 2, timeout=30, message=lambda: f"the daemons started: {lived}")
+
+            set_rules(kube, namespace, GADGET_READS_ONLY)
+            # The watch open then ends within two seconds, the next is refused: a few seconds, not until the rule
+            # is back.
+            wait_for(
+                lambda: {("stopped", "deleted"), ("stopped", "kept")} <= set(lived),
+                timeout=20,
+                message=lambda: f"the daemons stopped once the watch of Gadgets is refused: {lived}",
+            )
+            (informer,) = cache.informers(gadget_kind)
+            assert informer.refusal is not None
+            kube.delete(gadget_kind, "deleted", namespace)  # the informer cannot see it go
+
+            set_rules(kube, namespace, GADGET_RULES)
+            wait_for(
+                lambda: lived.count(("started", "kept")) == 2,
+                timeout=60,
+                message=lambda: f"the daemon of the object still there started again: {lived}",
+            )
+            wait_for(
+                lambda: cache.get(gadget_kind, "deleted", namespace) is None,
+                timeout=10,
+                message="the deletion told",
+            )
+            time.sleep(1)  # a start of the deleted object's daemon, were there one, has come by now
+            running = gadgets.daemons.running()
+    finally:
+        gadgets.shutdown(5)
+        cache.stop()
+
+    assert lived.count(("started", "deleted")) == 1, lived
+    assert running == [(namespace, "kept", "follow")]
+    said = [entry["event"] for entry in logged if str(entry.get("event")).endswith(("to stop", "start again"))]
+    assert said == [
+        "the API server refuses okt the list or watch of the kind: its daemons are asked to stop",
+        "the API server lets okt list and watch the kind again: its daemons start again",
+    ], said

@@ -554,6 +554,10 @@ def test_a_daemon_that_raises_once_asked_to_stop_is_not_said_to_restart() -> Non
     assert events.count("daemon started") == 1
 
 
+NOT_SERVED = okt.errors.NotFound(404, "NotFound", "the API server does not serve Thing (example.com/v1) any more")
+REFUSED = okt.errors.Forbidden(403, "Forbidden", "okt may no longer list and watch Thing (example.com/v1)")
+
+
 def test_a_suspended_kind_stops_its_daemons_starts_none_and_resume_starts_those_that_had_not_returned() -> None:
     reconciler, store = Gate(), Store(thing("a", "u1"), thing("b", "u2"))
     sup = supervisor(reconciler, store)
@@ -566,8 +570,8 @@ def test_a_suspended_kind_stops_its_daemons_starts_none_and_resume_starts_those_
     sup.observe(informer.ADDED, store.objs["c"])
     wait_for(lambda: reconciler.starts == 3)
 
-    assert sup.suspend() is True
-    assert sup.suspend() is False
+    assert sup.suspend(NOT_SERVED) is True
+    assert sup.suspend(NOT_SERVED) is False
     assert sup.join(5)
     sup.observe(informer.MODIFIED, store.objs["c"])
     store.objs["d"] = thing("d", "u4")
@@ -588,12 +592,67 @@ def test_a_daemon_still_stopping_when_its_kind_is_served_again_starts_once_it_re
     sup = supervisor(reconciler, store)
     sup.start(store.objs.values())
     wait_for(lambda: reconciler.starts == 1)
-    sup.suspend()
+    sup.suspend(NOT_SERVED)
     sup.resume(store.objs.values())
     assert reconciler.starts == 1  # never two at once
     reconciler.release.set()
     wait_for(lambda: reconciler.starts == 2)
     assert sup.running() == [("ns", "a", "run")]
+    sup.halt()
+    assert sup.join(5)
+
+
+def test_a_daemon_still_stopping_when_its_kind_is_listed_again_without_its_object_is_not_started_again() -> None:
+    """The list that ends a refusal lacks the object (deleted meanwhile): its daemon, still returning from the
+    suspension, is not started again, and nothing else is."""
+    reconciler, store = Gate(), Store(thing("a", "u1"), thing("b", "u2"))
+    reconciler.release.clear()  # their stops take until released
+    sup = supervisor(reconciler, store)
+    sup.start(store.objs.values())
+    wait_for(lambda: reconciler.starts == 2)
+    sup.suspend(REFUSED)
+    gone = store.objs.pop("a")
+    sup.resume(store.objs.values())
+    sup.observe(informer.DELETED, gone)  # the list's changes are told after the resume
+    reconciler.release.set()
+    wait_for(lambda: reconciler.starts == 3)
+    wait_for(lambda: sup.running() == [("ns", "b", "run")])
+    time.sleep(0.2)
+    assert reconciler.starts == 3  # b's daemon again, never a's
+    sup.halt()
+    assert sup.join(5)
+
+
+@pytest.mark.parametrize(
+    ("refusal", "stopped", "started"),
+    [
+        (
+            NOT_SERVED,
+            "the API server does not serve the kind any more: its daemons are asked to stop",
+            "the API server serves the kind again: its daemons start again",
+        ),
+        (
+            REFUSED,
+            "the API server refuses okt the list or watch of the kind: its daemons are asked to stop",
+            "the API server lets okt list and watch the kind again: its daemons start again",
+        ),
+    ],
+    ids=["not-served", "refused"],
+)
+def test_a_suspension_and_its_end_are_logged_as_what_suspended_the_kind(
+    refusal: okt.errors.ApiError, stopped: str, started: str
+) -> None:
+    reconciler, store = Gate(), Store(thing("a", "u1"))
+    sup = supervisor(reconciler, store)
+    sup.start(store.objs.values())
+    wait_for(lambda: reconciler.starts == 1)
+    with structlog.testing.capture_logs() as logged:
+        sup.suspend(refusal)
+        assert sup.join(5)
+        sup.resume(store.objs.values())
+        wait_for(lambda: reconciler.starts == 2)
+    said = [(entry["event"], entry["daemons"]) for entry in logged if "daemons" in entry]
+    assert said == [(stopped, 1), (started, 1)]
     sup.halt()
     assert sup.join(5)
 

@@ -451,6 +451,57 @@ def test_what_the_list_ending_a_refusal_tells_is_told_once_the_refusal_is_lifted
     assert [(served, lifted) for _, _, served, lifted in after] == [(True, True)] * len(after), told
 
 
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        errors.ApiError.from_status(404, "NotFound", "the server could not find the requested resource"),
+        errors.Forbidden(403, "Forbidden", "configmaps is forbidden"),
+    ],
+    ids=["not served", "refused"],
+)
+def test_on_refusal_is_told_at_the_refusal_and_once_the_list_ending_it_is_in_the_store_before_its_changes(
+    api: Any, obj: Obj, refusal: errors.ApiError
+) -> None:
+    """The kind's daemons are stopped at the first and started again at the second, from the store: told before that
+    list is in it, an object deleted meanwhile had its daemon started again."""
+    told: list[str] = []
+    calls: list[tuple[bool, bool, bool, list[str]]] = []
+    informer: informer_mod.Informer | None = None
+
+    def changed() -> None:
+        assert informer is not None
+        lifted = informer.served and informer.refusal is None
+        calls.append(
+            (lifted, informer.get("ns", "removed") is not None, informer.get("ns", "added") is not None, told[:])
+        )
+
+    api.put(CM, obj(CM, "removed"))
+    informer = informer_mod.Informer(
+        api,
+        CM,
+        "ns",
+        on_event=lambda event_type, o, old: told.append(f"{event_type} {o['metadata']['name']}"),
+        on_refusal=changed,
+        backoff=backoff_mod.Backoff(base=0.01, factor=1.0, cap=0.01, jitter=0.0),
+    )
+    try:
+        informer.start()
+        assert informer.has_synced.wait(5)
+        api.refusal = refusal
+        api.fail(CM, refusal)
+        wait_for(lambda: api.refused >= 3, timeout=5)
+        api.remove(CM, "ns", "removed")
+        api.put(CM, obj(CM, "added"))
+        api.refusal = None
+        wait_for(lambda: len(told) == 3, timeout=5, message=lambda: str(told))
+    finally:
+        api.close()
+        informer.stop(timeout=2)
+
+    assert calls == [(False, True, False, ["ADDED removed"]), (True, False, True, ["ADDED removed"])], calls
+    assert sorted(told[1:]) == ["ADDED added", "DELETED removed"]
+
+
 def test_a_kind_refused_to_list_and_watch_is_listed_again_once_granted_before_its_recovery_is_told(
     api: Any, recorder: Any, start: Any, obj: Obj
 ) -> None:

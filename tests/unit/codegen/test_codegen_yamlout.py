@@ -7,10 +7,22 @@ or a label becomes a boolean or a number on the way to the API server.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import pydantic
 import pytest
 import yaml
 
-from okt.codegen import yamlout
+import okt
+from okt.codegen import crd, deploy, rbac, yamlout
+from okt.reconciler import admission
+from okt.resources import template_skeleton
+
+KUBECTL = "/usr/bin/kubectl"
 
 
 @pytest.mark.parametrize(
@@ -43,3 +55,114 @@ def test_an_object_shared_by_two_fields_is_written_out_at_each_of_them() -> None
 
     assert "&" not in text and "*" not in text
     assert text.count("app.kubernetes.io/name: my-operator") == 2
+
+
+class WordsSpec(pydantic.BaseModel):
+    """yes"""
+
+    answer: Literal["yes", "no"] = "yes"
+    power: Literal["on", "off"] = pydantic.Field(default="off", description="no")
+    flag: Literal["y", "n", "Y", "N", "true", "null"] = "y"
+    amount: str = pydantic.Field(default="1e3")
+    switch: int = pydantic.Field(default=1, alias="on")
+    mode: str = pydantic.Field(default="0o17", pattern="^(0o17|1_000|[+]12|[.]5)$")
+
+
+class WordsConfig(okt.MutableResource):
+    api_version = "v1"
+    kind = "ConfigMap"
+
+
+class WordsReconciler(okt.Reconciler):
+    api_version = "words.example.com/v1alpha1"
+    kind = "Word"
+    spec_model = WordsSpec
+    owns: ClassVar = [WordsConfig]
+
+
+WORDS_OPERATOR = deploy.Operator(
+    [WordsReconciler],
+    "no",
+    "on",
+    "registry.example.com/y:1e3",
+    scope=admission.Scope(frozenset({"n", "off", "true"}), "app=true,on=y"),
+)
+"""An operator whose every name, namespace, label and selector value is a word kubectl reads as another value."""
+
+
+def generated_files() -> dict[str, str]:
+    """Every YAML file okt gen crd, rbac, deploy and bundle write for :data:`WORDS_OPERATOR`."""
+    roles = rbac.rbac_for_reconcilers(
+        [WordsReconciler], namespace="on", cluster_wide=True, leader_elect=True, service_account="no"
+    )
+    return {
+        "crd.yaml": yamlout.dump_all([crd.crd_for_reconciler(WordsReconciler)]),
+        "rbac.yaml": yamlout.dump_all(roles),
+        **{f"config/{path}": text for path, text in deploy.kustomize_tree(WORDS_OPERATOR).items()},
+        **{f"bundle/{path}": text for path, text in deploy.bundle(WORDS_OPERATOR, version="1.0.0").items()},
+    }
+
+
+def test_the_crd_of_a_schema_holding_such_words_keeps_them_strings_in_kubectl() -> None:
+    (document,) = yaml.load_all(generated_files()["crd.yaml"], Loader=template_skeleton.KubectlLoader)
+    schema = document["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+
+    fields = schema["properties"]
+    assert (fields["answer"]["enum"], fields["answer"]["default"]) == (["yes", "no"], "yes")
+    assert (fields["power"]["enum"], fields["power"]["default"], fields["power"]["description"]) == (
+        ["on", "off"],
+        "off",
+        "no",
+    )
+    assert fields["flag"]["enum"] == ["y", "n", "Y", "N", "true", "null"]
+    assert fields["flag"]["default"] == "y"
+    assert fields["amount"]["default"] == "1e3"
+    assert fields["on"]["default"] == 1
+    assert (fields["mode"]["default"], fields["mode"]["pattern"]) == ("0o17", "^(0o17|1_000|[+]12|[.]5)$")
+    assert schema["description"] == "yes"
+
+
+@pytest.mark.parametrize("path", sorted(generated_files()))
+def test_every_generated_file_reads_back_in_kubectl_as_the_generator_wrote_it(path: str) -> None:
+    text = generated_files()[path]
+
+    # PyYAML reads back exactly the objects its writer was given; go-yaml v2's rules must read the same.
+    assert list(yaml.load_all(text, Loader=template_skeleton.KubectlLoader)) == list(yaml.safe_load_all(text))
+
+
+@pytest.mark.skipif(not os.access(KUBECTL, os.X_OK), reason="needs kubectl at /usr/bin/kubectl")
+# every file but the bundle's metadata/annotations.yaml, which holds no object (OLM reads it, not kubectl)
+@pytest.mark.parametrize("path", sorted(path for path, text in generated_files().items() if "\nkind: " in text))
+def test_kubectl_reads_every_generated_value_as_the_generator_wrote_it(path: str, tmp_path: Path) -> None:
+    file = tmp_path / "manifest.yaml"
+    file.write_text(generated_files()[path])
+
+    read = kubectl_reading(file)
+
+    assert read == [document for document in yaml.safe_load_all(file.read_text()) if document]
+
+
+def kubectl_reading(file: Path) -> list[dict[str, Any]]:
+    """The objects of ``file`` as kubectl's own decoder reads them (offline: ``annotate --local``), less the
+    annotation the command adds."""
+    completed = subprocess.run(
+        [KUBECTL, "annotate", "--local", "-f", str(file), "okt-test=read", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    objects: list[dict[str, Any]] = []
+    decoder, text = json.JSONDecoder(), completed.stdout.strip()
+    while text:  # one JSON object per document, one after the other
+        document, end = decoder.raw_decode(text)
+        objects.append(document)
+        text = text[end:].strip()
+    for document in objects:
+        annotations = document["metadata"]["annotations"]
+        del annotations["okt-test"]
+        if not annotations:
+            del document["metadata"]["annotations"]
+        if not document["metadata"]:  # a Kustomization has none
+            del document["metadata"]
+    return objects

@@ -500,4 +500,6 @@ def _environment() -> jinja2.Environment:
     # JSON strings are valid string literals in Python, TOML and YAML alike: values arrive as data, never as syntax.
     environment.filters["py_str"] = json.dumps
     environment.filters["toml_str"] = json.dumps
+    # A name in YAML text is quoted where kubectl would read it as another value (a kind Yes, a project named on).
+    environment.filters["yaml_str"] = yamlout.scalar
     return environment

@@ -9,11 +9,13 @@ selector).
 
 kubectl reads YAML 1.1 as Go's yaml.v2 does, which takes more plain scalars for booleans and numbers than PyYAML does:
 a string such as ``y``, ``n``, ``1e3`` or ``0o17`` is quoted, or it would reach the API server as ``true``, ``false``,
-``1000`` or ``15`` (an enum value or a default the CRD's own schema then refuses).
+``1000`` or ``15`` (an enum value or a default the CRD's own schema then refuses). The scaffold's YAML templates
+place each name through :func:`scalar`, the same writer: a kind ``Yes`` or a project ``on`` stays a string.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -44,6 +46,16 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 
 
 _Dumper.add_representer(str, _represent_str)
+
+
+def scalar(value: str) -> str:
+    """``value`` as one YAML scalar on one line, plain when kubectl reads that back as the same string, else quoted:
+    for a template placing a name in its YAML text (``kind: {{ kind | yaml_str }}``). A multi-line value is its JSON
+    string, a double-quoted YAML scalar (a block scalar would need the template's indentation)."""
+    if "\n" in value:
+        return json.dumps(value)
+    text: str = yaml.dump(value, Dumper=_Dumper, allow_unicode=True, width=1 << 16)
+    return text.removesuffix("\n").removesuffix("\n...")
 
 
 def dump_all(documents: Sequence[dict[str, Any]]) -> str:

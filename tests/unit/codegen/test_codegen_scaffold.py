@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -14,6 +17,9 @@ from click.testing import CliRunner
 from okt.cli import main as cli_main
 from okt.codegen import cli, errors, scaffold
 from okt.kube import kinds as kube_kinds
+from okt.resources.template_skeleton import KubectlLoader
+
+KUBECTL = "/usr/bin/kubectl"
 
 PROJECT = scaffold.Project.new("my-operator", group="example.com", version="v1alpha1")
 WIDGET = scaffold.Api.new("Widget", group="example.com", version="v1alpha1")
@@ -90,6 +96,62 @@ def test_init_generates_deploy_from_the_scaffolded_code(project: Path) -> None:
     pod = deployment["spec"]["template"]["spec"]  # type: ignore[index]
     assert pod["serviceAccountName"] == "my-operator"
     assert pod["containers"][0]["args"][0] == "/app/main.py"
+
+
+def test_init_of_names_kubectl_reads_as_other_values_writes_them_as_strings(tmp_path: Path) -> None:
+    # A kind Yes and a project on: kubectl (go-yaml v2) reads plain yes and on as booleans.
+    directory = tmp_path / "on"
+    scaffold.init(
+        directory,
+        scaffold.Project.new("on", group="example.com", version="v1alpha1"),
+        scaffold.Api.new("Yes", group="example.com", version="v1alpha1"),
+    )
+
+    sample = yaml.load((directory / "deploy" / "samples" / "yes.yaml").read_text(), Loader=KubectlLoader)
+    manifest = yaml.load((directory / "manifests" / "yes" / "configmap.yaml").read_text(), Loader=KubectlLoader)
+    wrapper = (directory / "on" / "yes" / "resources" / "config_map_yes_gen.py").read_text()
+
+    assert sample["kind"] == "Yes"
+    assert manifest["metadata"]["labels"]["app.kubernetes.io/name"] == "yes"
+    assert manifest["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "on"
+    assert "app.kubernetes.io/managed-by: 'on'" in wrapper
+    for path in (directory / "deploy").rglob("*.yaml"):
+        text = path.read_text()
+        assert list(yaml.load_all(text, Loader=KubectlLoader)) == list(yaml.safe_load_all(text)), path
+
+
+@pytest.mark.skipif(not os.access(KUBECTL, os.X_OK), reason="needs kubectl at /usr/bin/kubectl")
+def test_kubectl_reads_the_sample_of_a_kind_named_yes_as_that_kind(tmp_path: Path) -> None:
+    directory = tmp_path / "on"
+    scaffold.init(
+        directory,
+        scaffold.Project.new("on", group="example.com", version="v1alpha1"),
+        scaffold.Api.new("Yes", group="example.com", version="v1alpha1"),
+    )
+
+    sample = kubectl_reading(directory / "deploy" / "samples" / "yes.yaml")
+    manifest = kubectl_reading(directory / "manifests" / "yes" / "configmap.yaml")
+
+    assert (sample["kind"], sample["metadata"]["name"]) == ("Yes", "yes-sample")
+    assert manifest["metadata"]["labels"] == {
+        "app.kubernetes.io/name": "yes",
+        "app.kubernetes.io/instance": "{{ cr.name }}",
+        "app.kubernetes.io/managed-by": "on",
+    }
+
+
+def kubectl_reading(path: Path) -> dict[str, Any]:
+    """The object of ``path`` as kubectl's own decoder reads it (offline: ``annotate --local``)."""
+    completed = subprocess.run(
+        [KUBECTL, "annotate", "--local", "-f", str(path), "okt-test=read", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    read: dict[str, Any] = json.loads(completed.stdout)
+    return read
 
 
 def test_init_forgets_the_project_it_imported_to_generate_deploy(project: Path) -> None:

@@ -57,6 +57,28 @@ def test_an_object_shared_by_two_fields_is_written_out_at_each_of_them() -> None
     assert text.count("app.kubernetes.io/name: my-operator") == 2
 
 
+KUBECTL_WORDS = [
+    *("y", "Y", "n", "N", "yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF"),
+    *("true", "True", "FALSE", "~", "null", "Null", "NULL", ""),
+    *("0o17", "017", "08", "0x1F", "0b101", "-0B1", "1e3", "1_000", "+12", ".5", "-.5", "1.", "+0o17", "1.5e3"),
+    *(".inf", "-.Inf", ".nan", "<<", "2024-05-01", "12:30"),
+]
+"""Every kind of plain scalar kubectl (go-yaml v2, YAML 1.1) reads as a boolean, a null, a number or a merge key."""
+
+
+@pytest.mark.parametrize("value", [*KUBECTL_WORDS, "it's", " lead", "#x", "a: b", "line\nline"])
+def test_a_scalar_placed_in_yaml_text_reads_back_in_kubectl_as_the_same_string(value: str) -> None:
+    text = f"key: {yamlout.scalar(value)}\n"
+
+    assert "\n" not in text[:-1]
+    assert yaml.load(text, Loader=template_skeleton.KubectlLoader) == {"key": value}
+
+
+@pytest.mark.parametrize("value", ["web", "my-operator", "example.com/v1alpha1", "hello from web-sample", "0o8"])
+def test_a_scalar_kubectl_reads_as_the_same_string_stays_plain(value: str) -> None:
+    assert yamlout.scalar(value) == value
+
+
 class WordsSpec(pydantic.BaseModel):
     """yes"""
 

@@ -687,9 +687,9 @@ class Client:
         limited: bool,
         token: str | None,
     ) -> transport.Response:
-        """The answer to a request :meth:`request` counted, sent with ``token`` (the token source's, if any): through
-        the direct path, else the session. Sent once more with a renewed token, it waits ``again()`` seconds: what is
-        left of the time its fence allowed it."""
+        """The answer to a request (which :meth:`request` counts when it ends), sent with ``token`` (the token
+        source's, if any): through the direct path, else the session. Sent once more with a renewed token, it waits
+        ``again()`` seconds: what is left of the time its fence allowed it."""
         through_session = functools.partial(
             self._send,
             method,

@@ -300,7 +300,15 @@ def test_a_timer_writing_the_status_neither_holds_itself_back_nor_brings_more_re
             calls = {name: Counting.calls[name] - calls[name] for name in calls}
             reconciles = {name: Counting.reconciles[name] - reconciles[name] for name in reconciles}
         writes = shared.write_requests(operator, before)
-        status = shared.get_widget(kube, widget_kind, namespace, "counting")["status"]
+        # The sixth call is counted in the hook, before its reconcile writes the status: waited for, not read once.
+        status = wait_for(
+            lambda: (
+                (found := shared.get_widget(kube, widget_kind, namespace, "counting")["status"]).get("count", 0) >= 6
+                and found
+            ),
+            timeout=10,
+            message="the status holding the sixth call's count",
+        )
     finally:
         manager.stop()
         manager.join(15)

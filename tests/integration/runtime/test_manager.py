@@ -513,8 +513,12 @@ def test_a_stop_asked_while_the_start_discovers_or_lists_leaves_nothing_running_
     assert raised is None
     assert alive == []
     assert after_join == {}
-    # The request held was sent before the stop; the other kind's informer may have been opening its watch as it came.
-    assert not {key: count for key, count in after_stop.items() if key[1] != "configmaps"}
+    # The request held was sent before the stop: a list is counted as it leaves, discovery's GET when it ends (let
+    # through after the stop). The other kind's informer may have been opening its watch as it came.
+    sent = {key: count for key, count in after_stop.items() if key[1] != "configmaps"}
+    if step == "discovery":
+        sent[("get", "discovery")] = sent.get(("get", "discovery"), 0) - 1
+    assert not {key: count for key, count in sent.items() if count}
     assert cleaned == ["cleaned"]
 
 

@@ -112,7 +112,7 @@ class Cache:
         self._filtered: dict[_KindKey, bool] = {}
         self._stopped = False
         self._recovery_listeners: list[Callable[[], None]] = []
-        self._refusal_listeners: dict[_KindKey, list[Callable[[], None]]] = {}
+        self._refusal_listeners: dict[_KindKey, list[Callable[[str | None], None]]] = {}
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
@@ -210,7 +210,7 @@ class Cache:
                         field_owners=field_owners,
                         keep=keep,
                         on_recovered=self._recovered,
-                        on_refusal=functools.partial(self._refusal_changed, key),
+                        on_refusal=functools.partial(self._refusal_changed, key, scope),
                     )
                     for scope in scopes
                 }
@@ -267,21 +267,23 @@ class Cache:
         for listener in listeners:
             listener()
 
-    def on_refusal_changed(self, kind: kinds.Kind, listener: Callable[[], None]) -> None:
+    def on_refusal_changed(self, kind: kinds.Kind, listener: Callable[[str | None], None]) -> None:
         """Call ``listener`` (on an informer's thread) whenever an informer of ``kind`` finds the kind no longer served
         (:attr:`okt.runtime.informer.Informer.served`) or its list or watch first refused
         (:attr:`okt.runtime.informer.Informer.refusal`), and when the list that answers again is in the store, before
-        any of its changes: it reads :meth:`refusal` then."""
+        any of its changes: it reads :meth:`refusal` of the scope it is given then — the informer's namespace, or
+        ``None`` for one of every namespace (and a cluster-scoped kind's). Each watched namespace is listed and watched
+        on its own: a Role taken away in one is refused there only."""
         with self._lock:
             listeners = self._refusal_listeners.setdefault((kind.api_version, kind.kind), [])
             if listener not in listeners:
                 listeners.append(listener)
 
-    def _refusal_changed(self, key: _KindKey) -> None:
+    def _refusal_changed(self, key: _KindKey, scope: str | None) -> None:
         with self._lock:
             listeners = tuple(self._refusal_listeners.get(key, ()))
         for listener in listeners:
-            listener()
+            listener(scope)
 
     @property
     def synced(self) -> bool:
@@ -451,13 +453,20 @@ class Cache:
             return None if found is None else str((found.get("metadata") or {}).get("uid") or "")
         return informer.uid(namespace if kind.namespaced else None, name)
 
-    def each(self, kind: kinds.Kind) -> Iterator[dict[str, Any]]:
-        """Every cached object of a watched ``kind`` (all its namespaces), decoded one at a time as the caller goes;
-        nothing for a kind that is not watched."""
+    def each(self, kind: kinds.Kind, namespace: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every cached object of a watched ``kind`` in ``namespace`` (all its namespaces when ``None``), decoded one
+        at a time as the caller goes; nothing for a kind that is not watched."""
         with self._lock:
-            chosen = builtins.list(self._informers.get((kind.api_version, kind.kind), {}).values())
+            scoped = dict(self._informers.get((kind.api_version, kind.kind), {}))
+        if kind.namespaced and namespace is not None:
+            chosen = [i for scope, i in scoped.items() if scope in (None, namespace)]
+        else:
+            chosen = builtins.list(scoped.values())
         for informer in chosen:
-            yield from informer.each()
+            if informer.namespace is None and kind.namespaced and namespace is not None:
+                yield from (obj for obj in informer.each() if _namespace(obj) == namespace)
+            else:
+                yield from informer.each()
 
     def keys(self, kind: kinds.Kind) -> Iterator[tuple[str | None, str]]:
         """``(namespace, name)`` of every cached object of a watched ``kind`` (namespace ``None`` when cluster-scoped),

@@ -483,18 +483,19 @@ class Controller:
             self.cache.on_refusal_changed(self.kind, self._primary_refusal_changed)
         self._log.info("watching", kind=str(self.kind), owns=[str(k) for k in self.owned])
 
-    def _primary_refusal_changed(self) -> None:
-        """The API server stopped serving the primary kind or refusing okt its list and watch, or started again: its
-        daemons are stopped meanwhile, and started again for what the cache holds once it is listed again (see
-        :meth:`okt.runtime.daemons.Supervisor.suspend`). What the cache says is read under the lock: informers of
-        several namespaces tell their changes on their own threads, and the last to take the lock acts on the state
-        after every one of them."""
+    def _primary_refusal_changed(self, namespace: str | None) -> None:
+        """The API server stopped serving the primary kind or refusing okt its list and watch in ``namespace`` (the
+        scope of the informer that tells it: every namespace when ``None``), or started again: the daemons of the
+        objects there are stopped meanwhile, and started again for what the cache holds there once it is listed again
+        (see :meth:`okt.runtime.daemons.Supervisor.suspend`); those of the other watched namespaces go on. What the
+        cache says is read under the lock: a change told while the workers start is acted on after their first look,
+        on the state it leaves."""
         with self._lock:
-            refused = self.cache.refusal(self.kind, None)
+            refused = self.cache.refusal(self.kind, namespace)
             if refused is None:
-                self.daemons.resume(self.cache.each(self.kind))
+                self.daemons.resume(self.cache.each(self.kind, namespace), namespace)
             else:
-                self.daemons.suspend(refused)
+                self.daemons.suspend(refused, namespace)
 
     def _retry_unanswered(self) -> None:
         retried = self.queue.retry_unanswered()
@@ -517,7 +518,9 @@ class Controller:
             thread.start()
         self._log.info("workers started", workers=self.workers)
         if self.daemons:
-            self._primary_refusal_changed()  # a kind refused or not served since the caches synced starts no daemon
+            for informer in self.cache.informers(self.kind):
+                # A namespace where the kind is refused or not served since the caches synced starts no daemon.
+                self._primary_refusal_changed(informer.namespace)
             # One object at a time: the primaries decoded all at once were, at 10,000 objects, a spike of the
             # whole store's decoded size right when the sweep starts (and resident memory after it).
             self.daemons.start(self.cache.each(self.kind))

@@ -16,11 +16,13 @@ Guarantees:
   (shutdown, lost lease);
 * **a kind the API server stops serving** (its CRD deleted, its version set to ``served: false``: see
   :attr:`okt.runtime.informer.Informer.served`) **or refuses okt the list or watch of** (``403``: the role lost the
-  rule, in one watched namespace or all; see :attr:`okt.runtime.informer.Informer.refusal`) stops the work of the
-  kind: :meth:`Supervisor.suspend` asks every daemon to stop, as a shutdown does (what they handed over is dropped, and
-  each runs what follows its loop), and none starts while it lasts; :meth:`Supervisor.resume`, once the list that
-  answers again is in the cache (before any of its changes is told), starts one for every object the cache then holds,
-  as at the start (one that had returned on its own stays done, one the list found deleted starts none);
+  rule; see :attr:`okt.runtime.informer.Informer.refusal`) stops the work of the kind where the cache can no longer
+  tell it — in the namespace whose list or watch failed, when each watched namespace has an informer of its own
+  (``okt run -n a -n b``: a Role taken away in ``a`` leaves the daemons of ``b`` running), everywhere otherwise:
+  :meth:`Supervisor.suspend` asks those daemons to stop, as a shutdown does (what they handed over is dropped, and
+  each runs what follows its loop), and none starts there while it lasts; :meth:`Supervisor.resume`, once the list
+  that answers again is in the cache (before any of its changes is told), starts one for every object the cache then
+  holds there, as at the start (one that had returned on its own stays done, one the list found deleted starts none);
 * **never two at once** for one object and daemon: an object that comes back while its daemon is still stopping
   (filtered out and in again, by the reconciler's filters or the daemon's own) gets a new daemon only once the old
   thread returned;
@@ -158,8 +160,9 @@ class Supervisor:
         self._lock = threading.Lock()
         self._slots: dict[_SlotKey, _Slot] = {}
         self._active = False
-        # Why no daemon runs (see suspend()): the kind not served (a NotFound) or refused to okt (a Forbidden).
-        self._suspended: errors.ApiError | None = None
+        # Where no daemon runs, and why (see suspend()): per scope of the kind's informers — a watched namespace, or
+        # None for all the kind's objects — the kind not served there (a NotFound) or refused to okt (a Forbidden).
+        self._suspended: dict[str | None, errors.ApiError] = {}
         self._watchdog: threading.Thread | None = None
         self._stops_asked = threading.Event()
         self._filter_errors = handler_filters.Raised()
@@ -199,27 +202,36 @@ class Supervisor:
                 slot.again = False
                 self._ask_stop(slot)
 
-    def suspend(self, refusal: errors.ApiError) -> bool:
-        """The cache can no longer tell the kind's objects as they are — the API server no longer serves the kind
-        (``refusal`` a ``NotFound``) or refuses okt its list or watch (a ``Forbidden``: see
-        :meth:`okt.runtime.cache.Cache.refusal`): ask every daemon to stop, as :meth:`halt` does, and start none until
-        :meth:`resume` (returns at once; True unless it was suspended already).
+    def suspend(self, refusal: errors.ApiError, namespace: str | None = None) -> bool:
+        """The cache can no longer tell the kind's objects in ``namespace`` (all of them when ``None``) as they are —
+        the API server no longer serves the kind (``refusal`` a ``NotFound``) or refuses okt its list or watch there
+        (a ``Forbidden``: see :meth:`okt.runtime.cache.Cache.refusal`): ask the daemons of those objects to stop, as
+        :meth:`halt` does, and start none there until :meth:`resume` of the same ``namespace`` (returns at once; True
+        unless it was suspended already). ``namespace`` is the scope of the informer that failed: an operator watching
+        namespaces ``a`` and ``b`` lists and watches each on its own, and a refusal in ``a`` says nothing of ``b``,
+        whose daemons go on.
 
-        The objects the cache holds of the kind are as old as its last answer: their CRD deleted, they are gone; their
+        The objects the cache holds there are as old as its last answer: their CRD deleted, they are gone; their
         version no longer served, or their watch refused, nothing tells what becomes of them — one deleted meanwhile
         would keep its daemon until the kind is listed again. A daemon working from them would work from that state,
         for as long as it lasts (days, a version left unserved, a rule not granted), and hand over findings no
         reconcile can write (its reads of the kind refused too)."""
         with self._lock:
-            if self._suspended is not None:
-                self._suspended = refusal  # resume() says what ended last
+            suspended = namespace in self._suspended
+            self._suspended[namespace] = refusal  # resume() says what ended last
+            if suspended:
                 return False
-            self._suspended = refusal
             if not self._active:
                 return True
-            running = sum(slot.thread is not None and not slot.stop.is_set() for slot in self._slots.values())
-            self.findings.clear()
-            for slot in self._slots.values():
+            within = [
+                (key, slot) for key, slot in self._slots.items() if namespace is None or slot.namespace == namespace
+            ]
+            running = sum(slot.thread is not None and not slot.stop.is_set() for _, slot in within)
+            if namespace is None:
+                self.findings.clear()
+            for key, slot in within:
+                if namespace is not None:
+                    self.findings.close(*key)
                 slot.again = False
                 self._ask_stop(slot)
         if running:
@@ -228,20 +240,21 @@ class Supervisor:
                 if isinstance(refusal, errors.Forbidden)
                 else "the API server does not serve the kind any more: its daemons are asked to stop",
                 daemons=running,
+                **_where(namespace),
             )
         return True
 
-    def resume(self, objs: Iterable[Mapping[str, Any]]) -> bool:
-        """The API server serves the kind again and lets okt list and watch it: start the daemons of ``objs`` (the
-        cache's content, listed again: call it once that list is in the store, before its changes are told) and of
-        every later event, as :meth:`start` does (True unless it was not suspended). A daemon still stopping from
-        :meth:`suspend` is started again once its thread returned, unless its object is gone from ``objs``; one that
-        had returned on its own stays done."""
+    def resume(self, objs: Iterable[Mapping[str, Any]], namespace: str | None = None) -> bool:
+        """The API server serves the kind again and lets okt list and watch it in ``namespace`` (everywhere when
+        ``None``), as :meth:`suspend` was told: start the daemons of ``objs`` (the cache's content there, listed
+        again: call it once that list is in the store, before its changes are told) and of every later event there,
+        as :meth:`start` does (True unless it was not suspended). A daemon still stopping from :meth:`suspend` is
+        started again once its thread returned, unless its object is gone from ``objs``; one that had returned on its
+        own stays done."""
         with self._lock:
-            refusal = self._suspended
+            refusal = self._suspended.pop(namespace, None)
             if refusal is None:
                 return False
-            self._suspended = None
             if not self._active:
                 return True
             before = self.started_total
@@ -257,6 +270,7 @@ class Supervisor:
                 if isinstance(refusal, errors.Forbidden)
                 else "the API server serves the kind again: its daemons start again",
                 daemons=started,
+                **_where(namespace),
             )
         return True
 
@@ -336,8 +350,8 @@ class Supervisor:
         for daemon_name, options in self.declared.items():
             key = (uid, daemon_name)
             slot = self._slots.get(key)
-            if wanted and self._suspended is not None:
-                continue  # the kind not served or refused: asked to stop already, and started by resume()
+            if wanted and self._suspends(namespace):
+                continue  # the kind not served or refused there: asked to stop already, and started by resume()
             passes = wanted and self._active and self._passes(options, obj, uid, daemon_name, namespace, name)
             if passes:
                 if slot is None:
@@ -371,6 +385,10 @@ class Supervisor:
                     if slot.thread is None:
                         del self._slots[key]  # finished on its own: nothing to wait for
         return retired
+
+    def _suspends(self, namespace: str | None) -> bool:
+        """Whether a suspension holds the objects of ``namespace``: one of every object, or one of that namespace."""
+        return None in self._suspended or (namespace is not None and namespace in self._suspended)
 
     def _passes(
         self,
@@ -428,7 +446,7 @@ class Supervisor:
             slot.thread = None
             if self._slots.get(key) is not slot:
                 return
-            if slot.again and self._active and self._suspended is None:
+            if slot.again and self._active and not self._suspends(slot.namespace):
                 self._launch(key, _Slot(slot.namespace, slot.name))
             elif slot.stop.is_set():
                 del self._slots[key]
@@ -587,6 +605,11 @@ class Supervisor:
                 coroutines.close()  # what an async daemon left on its loop cancelled, on its own thread
             finally:
                 self._ended(key, slot)
+
+
+def _where(namespace: str | None) -> dict[str, str]:
+    """What a suspension's log line says of where it holds: the namespace, when it holds there only."""
+    return {} if namespace is None else {"namespace": namespace}
 
 
 _SEEN_LIMIT = 64

@@ -437,3 +437,105 @@ def test_the_daemons_of_a_kind_whose_watch_is_refused_stop_and_start_again_from_
         "the API server refuses okt the list or watch of the kind: its daemons are asked to stop",
         "the API server lets okt list and watch the kind again: its daemons start again",
     ], said
+
+
+@pytest.fixture
+def other_namespace(kube: kube_client.Client, namespace: str) -> Iterator[str]:
+    """A second namespace where the operator's ServiceAccount (of ``namespace``) has a Role of its own."""
+    name = f"okt-other-{secrets.token_hex(4)}"
+    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, kinds.NAMESPACE)
+    role = {
+        "apiVersion": ROLE.api_version,
+        "kind": "Role",
+        "metadata": {"name": ACCOUNT, "namespace": name},
+        "rules": GADGET_RULES,
+    }
+    kube.create(role, ROLE)
+    binding = {
+        "apiVersion": BINDING.api_version,
+        "kind": "RoleBinding",
+        "metadata": {"name": ACCOUNT, "namespace": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ACCOUNT},
+        "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": namespace}],
+    }
+    kube.create(binding, BINDING)
+    yield name
+    kube.delete(kinds.NAMESPACE, name)
+
+
+def test_a_refusal_in_one_watched_namespace_stops_the_daemons_there_and_those_of_the_other_namespaces_run_on(
+    kube: kube_client.Client,
+    operator: kube_client.Client,
+    namespace: str,
+    other_namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    fake_reconcile: Any,
+) -> None:
+    """``okt run -n A -n B`` lists and watches each namespace on its own: the Role taken away in one says nothing of
+    the other, whose watch still answers and whose daemons work from a cache as fresh as ever."""
+    FollowedGadgets.lived = []
+    lived = FollowedGadgets.lived
+    cache = cache_mod.Cache(operator, [namespace, other_namespace], watch_timeout=2)
+    gadgets = controller_mod.Controller(FollowedGadgets, operator, cache, workers=1, reconcile=fake_reconcile())
+    make_gadget("refused", size=1)
+    elsewhere = {
+        "apiVersion": gadget_kind.api_version,
+        "kind": gadget_kind.kind,
+        "metadata": {"name": "elsewhere", "namespace": other_namespace},
+        "spec": {"size": 1},
+    }
+    kube.create(elsewhere, gadget_kind)
+    try:
+        with structlog.testing.capture_logs() as logged:
+            gadgets.watch()
+            assert cache.wait_for_sync(30)
+            gadgets.start_workers()
+            wait_for(lambda: len(lived) == 2, timeout=30, message=lambda: f"the daemons started: {lived}")
+
+            set_rules(kube, namespace, GADGET_READS_ONLY)
+            wait_for(
+                lambda: ("stopped", "refused") in lived,
+                timeout=20,
+                message=lambda: f"the daemon stopped once the watch of Gadgets in {namespace} is refused: {lived}",
+            )
+            by_namespace = {informer.namespace: informer for informer in cache.informers(gadget_kind)}
+            assert by_namespace[namespace].refusal is not None
+            assert by_namespace[other_namespace].refusal is None
+            # A Gadget made in the namespace still watched gets its daemon while the other is refused.
+            kube.create({**elsewhere, "metadata": {"name": "later", "namespace": other_namespace}}, gadget_kind)
+            wait_for(lambda: ("started", "later") in lived, timeout=20, message=lambda: f"the later daemon: {lived}")
+            time.sleep(1)  # a stop of the daemon elsewhere, were there one, has come by now
+            during = gadgets.daemons.running()
+
+            set_rules(kube, namespace, GADGET_RULES)
+            wait_for(
+                lambda: lived.count(("started", "refused")) == 2,
+                timeout=60,
+                message=lambda: f"the daemon of the namespace granted again started again: {lived}",
+            )
+            running = gadgets.daemons.running()
+            seen = list(lived)
+    finally:
+        gadgets.shutdown(5)
+        cache.stop()
+
+    assert ("stopped", "elsewhere") not in seen, seen
+    assert seen.count(("started", "elsewhere")) == 1, seen
+    assert during == [(other_namespace, "elsewhere", "follow"), (other_namespace, "later", "follow")]
+    assert sorted(running) == sorted(
+        [
+            (namespace, "refused", "follow"),
+            (other_namespace, "elsewhere", "follow"),
+            (other_namespace, "later", "follow"),
+        ]
+    )
+    said = [
+        (entry["event"], entry.get("namespace"), entry["daemons"])
+        for entry in logged
+        if str(entry.get("event")).endswith(("to stop", "start again"))
+    ]
+    assert said == [
+        ("the API server refuses okt the list or watch of the kind: its daemons are asked to stop", namespace, 1),
+        ("the API server lets okt list and watch the kind again: its daemons start again", namespace, 1),
+    ], said

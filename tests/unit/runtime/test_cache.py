@@ -217,6 +217,21 @@ def test_each_yields_every_cached_object_of_a_kind_one_at_a_time_and_nothing_of_
     assert list(cache.each(kinds.Kind("v1", "Secret", "secrets"))) == []
 
 
+@pytest.mark.parametrize("namespaces", [["one", "two"], None], ids=["an-informer-per-namespace", "all-namespaces"])
+def test_each_of_a_namespace_yields_the_cached_objects_of_that_namespace_only(
+    api: Any, make_cache: Any, obj: Obj, namespaces: list[str] | None
+) -> None:
+    for namespace, name in (("one", "a"), ("one", "b"), ("two", "c")):
+        api.put(CM, obj(CM, name, namespace))
+    cache = make_cache(namespaces)
+    cache.start(CM, lambda *_: None)
+    assert cache.wait_for_sync(5)
+
+    assert sorted(o["metadata"]["name"] for o in cache.each(CM, "one")) == ["a", "b"]
+    assert sorted(o["metadata"]["name"] for o in cache.each(CM, "two")) == ["c"]
+    assert list(cache.each(CM, "three")) == []
+
+
 def test_the_uid_of_an_object_is_what_the_store_holds_now_and_none_for_a_missing_one(
     api: Any, make_cache: Any, obj: Obj
 ) -> None:

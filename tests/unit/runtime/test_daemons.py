@@ -657,6 +657,55 @@ def test_a_suspension_and_its_end_are_logged_as_what_suspended_the_kind(
     assert sup.join(5)
 
 
+def test_a_suspension_in_one_namespace_stops_and_holds_the_daemons_there_only() -> None:
+    """Each watched namespace is listed and watched on its own: a refusal in ``a`` says nothing of ``b``."""
+    reconciler = Gate()
+    store = Store(thing("a1", "u1", namespace="a"), thing("b1", "u2", namespace="b"))
+    sup = supervisor(reconciler, store)
+    sup.start(store.objs.values())
+    wait_for(lambda: reconciler.starts == 2)
+
+    assert sup.suspend(REFUSED, "a") is True
+    wait_for(lambda: sup.running() == [("b", "b1", "run")])
+    store.objs["a2"] = thing("a2", "u3", namespace="a")
+    sup.observe(informer.ADDED, store.objs["a2"])
+    store.objs["b2"] = thing("b2", "u4", namespace="b")
+    sup.observe(informer.ADDED, store.objs["b2"])
+    wait_for(lambda: reconciler.starts == 3)
+    during = sup.running()
+
+    assert sup.resume(in_namespace(store, "b"), "b") is False  # never suspended there
+    assert sup.resume(in_namespace(store, "a"), "a") is True
+    wait_for(lambda: reconciler.starts == 5)
+    assert during == [("b", "b1", "run"), ("b", "b2", "run")]
+    assert sup.running() == [("a", "a1", "run"), ("a", "a2", "run"), ("b", "b1", "run"), ("b", "b2", "run")]
+    sup.halt()
+    assert sup.join(5)
+
+
+def test_a_suspension_of_every_namespace_holds_the_daemons_of_each() -> None:
+    reconciler = Gate()
+    store = Store(thing("a1", "u1", namespace="a"), thing("b1", "u2", namespace="b"))
+    sup = supervisor(reconciler, store)
+    sup.start(store.objs.values())
+    wait_for(lambda: reconciler.starts == 2)
+
+    assert sup.suspend(NOT_SERVED) is True
+    wait_for(lambda: sup.running() == [])
+    assert sup.resume(in_namespace(store, "a"), "a") is False  # the kind is still held everywhere
+    sup.observe(informer.MODIFIED, store.objs["a1"])
+    assert sup.running() == []
+    assert sup.resume(store.objs.values()) is True
+    wait_for(lambda: reconciler.starts == 4)
+    sup.halt()
+    assert sup.join(5)
+
+
+def in_namespace(store: Store, namespace: str) -> list[dict[str, Any]]:
+    """The objects of ``store`` in ``namespace``: what the cache lists there."""
+    return [obj for obj in store.objs.values() if obj["metadata"]["namespace"] == namespace]
+
+
 class Tiered(okt.Reconciler):
     """A daemon of the Things labelled ``tier=cache`` whose ``when`` reads ``spec.size`` (raising without one)."""
 

@@ -28,8 +28,9 @@ Guarantees:
   stopped or killed by the test) gets a note with its exit status and the end of its log;
 * the log (stdout and stderr together) goes to ``log_path`` and stays there after the process ends;
 * :meth:`OperatorProcess.okt_run`'s probe port is free when picked, and taken again when another process took it
-  before ``okt run`` could bind it (its log says so: it needs ``log_path``): waiting for readiness starts it again on
-  a fresh port, up to :data:`okt.testing.envtest.PORT_ATTEMPTS` starts in all;
+  before ``okt run`` could bind it (it says so on its stderr, read from its log, or, without ``log_path``, from the
+  end of its stderr kept as it is passed on to this process's own): waiting for readiness starts it again on a fresh
+  port, up to :data:`okt.testing.envtest.PORT_ATTEMPTS` starts in all;
 * ``okt run`` is given its kubeconfig twice, ``--kubeconfig`` and ``$KUBECONFIG``: operator code that builds a client
   of its own from the environment (``okt.Client.from_kubeconfig()``, ``pykube.KubeConfig.from_env()``) talks to the
   cluster the operator runs against, not to the one the test runner's ``$KUBECONFIG`` names.
@@ -68,6 +69,12 @@ SAMPLE_INTERVAL = 0.25
 BUSY_CPU_SHARE = 0.05
 """A sample interval in which the process used more than this share of one core counts as busy."""
 _TICKS = os.sysconf("SC_CLK_TCK")
+_STDERR_KEPT = 64 * 1024
+"""Bytes of the end of its stderr an :meth:`OperatorProcess.okt_run` process without a log file keeps in memory, per
+start: enough for the error ``okt run`` exits with."""
+_STDERR_DRAIN = 2.0
+"""Seconds the stderr of an exited process without a log file is waited for, until its end is read (a process it
+left behind may hold the pipe open)."""
 
 
 class OperatorProcess:
@@ -78,7 +85,8 @@ class OperatorProcess:
         name: what messages call it.
         env: variables set on top of this process's environment (``PYTHONUNBUFFERED=1`` is always set).
         cwd: the working directory.
-        log_path: where its stdout and stderr go (appended); ``None`` to share this process's own.
+        log_path: where its stdout and stderr go (appended); ``None`` to share this process's own (an
+            :meth:`okt_run` one's stderr is passed on to it, its end kept to tell why it exited).
         probe_url: the base URL of its probe server (``/readyz``, ``/metrics``); ``None`` when it has none.
         sample_cpu: sample its CPU time in the background, for :meth:`last_busy_at`.
         tie_to_parent: the kernel kills it when this process dies (see the module's caveats).
@@ -123,6 +131,8 @@ class OperatorProcess:
         self._starts = 0
         self._log_offset = 0
         """The size of the log when the process was last started: what it logged since is read from there."""
+        self._stderr: _Relay | None = None
+        """Its stderr since it was last started, without a log file (:meth:`okt_run`'s: see :meth:`_spawn`)."""
 
     @classmethod
     def okt_run(
@@ -147,8 +157,9 @@ class OperatorProcess:
 
         Not started yet: use it as a context manager (started and ready) or call :meth:`start`. A port free when
         picked may be taken by another process (a connection given it by the kernel) before ``okt run`` binds it:
-        when ``okt run`` exits saying so in its log (``log_path`` given), :meth:`wait_ready` starts it again on a
-        port picked afresh, up to :data:`okt.testing.envtest.PORT_ATTEMPTS` starts in all.
+        when ``okt run`` exits saying so (on its stderr, in the log or, without ``log_path``, passed on to this
+        process's own and its end kept), :meth:`wait_ready` starts it again on a port picked afresh, up to
+        :data:`okt.testing.envtest.PORT_ATTEMPTS` starts in all.
 
         Args:
             operator: the operator file (or module) ``okt run`` loads.
@@ -211,13 +222,16 @@ class OperatorProcess:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             log = self.log_path.open("ab")
             self._log_offset = log.tell()
+        # Without a log file, the refusal of a probe port taken meanwhile (okt run's error, on its stderr) would reach
+        # this process's stderr only, where nothing reads it: passed on there still, its end is kept to be read.
+        relayed = log is None and self._pick_port is not None
         self._starts += 1
         try:
             self.started_at = time.time()
             self._proc = subprocess.Popen(
                 self.argv,
                 stdout=log,
-                stderr=subprocess.STDOUT if log is not None else None,
+                stderr=subprocess.STDOUT if log is not None else subprocess.PIPE if relayed else None,
                 stdin=subprocess.DEVNULL,
                 env=self.env,
                 cwd=self.cwd,
@@ -227,6 +241,9 @@ class OperatorProcess:
         finally:
             if log is not None:
                 log.close()
+        if relayed:
+            assert self._proc.stderr is not None
+            self._stderr = _Relay(self._proc.stderr, name=f"stderr-{self.name}")
         if self._sample_cpu:
             self._sampler = threading.Thread(target=self._sample, name=f"cpu-{self.name}", daemon=True)
             self._sampler.start()
@@ -251,9 +268,10 @@ class OperatorProcess:
         return True
 
     def _logged_since_start(self) -> str:
-        """What it logged since it was last started ("" when it has no log)."""
+        """What it logged since it was last started: its log's, or the end of its stderr without one (once it is all
+        read: the process has exited); "" when it has neither."""
         if self.log_path is None:
-            return ""
+            return "" if self._stderr is None else self._stderr.read(_STDERR_DRAIN)
         try:
             with self.log_path.open("rb") as log:
                 log.seek(self._log_offset)
@@ -471,6 +489,39 @@ def answers_ready(probe_url: str) -> bool:
             return bool(response.status == 200) and manager.CACHES_SYNCING not in body
     except (urllib.error.URLError, OSError):
         return False
+
+
+class _Relay:
+    """Passes a child's stderr on to this process's own (file descriptor 2, where it went without a pipe: a test
+    runner capturing it captures it still) and keeps its last ``_STDERR_KEPT`` bytes, on a thread of its own that
+    ends with the pipe."""
+
+    def __init__(self, pipe: IO[bytes], *, name: str) -> None:
+        self._pipe = pipe
+        self._kept = bytearray()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._pass_on, name=name, daemon=True)
+        self._thread.start()
+
+    def _pass_on(self) -> None:
+        try:
+            while chunk := os.read(self._pipe.fileno(), 65536):
+                with self._lock:
+                    self._kept += chunk
+                    del self._kept[:-_STDERR_KEPT]
+                with contextlib.suppress(OSError):  # this process's stderr closed: kept all the same
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(2, view) :]
+        finally:
+            self._pipe.close()
+
+    def read(self, drain: float) -> str:
+        """The end of what it said, once the pipe ended (waited for up to ``drain`` seconds: its last words are read
+        by then)."""
+        self._thread.join(drain)
+        with self._lock:
+            return self._kept.decode(errors="replace")
 
 
 def okt_command() -> str:

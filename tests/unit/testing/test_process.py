@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import pathlib
 import signal
+import socket
 import sys
 import textwrap
 import urllib.request
@@ -249,3 +250,62 @@ def test_stop_ends_the_processes_the_operator_started_in_its_group(tmp_path: pat
     operator.stop(timeout=5)
 
     wait_for(lambda: not running(child), timeout=10, message=f"the operator's child {child} to end")
+
+
+BINDS_ITS_PROBE_PORT = textwrap.dedent(
+    """
+    import http.server, signal, sys
+
+    # As okt run does: its probes on --metrics-bind-address, or its error on stderr and status 1.
+    host, _, port = sys.argv[sys.argv.index("--metrics-bind-address") + 1].rpartition(":")
+
+    class Probe(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    try:
+        server = http.server.HTTPServer((host, int(port)), Probe)
+    except OSError as exc:
+        print(f"Error: cannot serve metrics and probes on {host}:{port}: {exc.strerror}", file=sys.stderr)
+        sys.exit(1)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    server.serve_forever()
+    """
+)
+
+
+@pytest.mark.parametrize("logged", [True, False], ids=["with-a-log-file", "without"])
+def test_okt_run_is_started_again_on_a_fresh_port_when_the_one_picked_is_taken_with_a_log_file_or_without(
+    tmp_path: pathlib.Path, capfd: pytest.CaptureFixture[str], logged: bool
+) -> None:
+    command = tmp_path / "okt"
+    command.write_text(f"#!{sys.executable}\n{BINDS_ITS_PROBE_PORT}")
+    command.chmod(0o755)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        ports = iter([taken.getsockname()[1], envtest.free_port()])
+        picked: list[int] = []
+
+        def pick_port() -> int:
+            picked.append(next(ports))
+            return picked[-1]
+
+        operator = OperatorProcess.okt_run(
+            "main.py",
+            kubeconfig=tmp_path / "kubeconfig",
+            command=str(command),
+            log_path=tmp_path / "log" if logged else None,
+            pick_port=pick_port,
+        )
+        with operator:
+            assert operator.probe_url == f"http://127.0.0.1:{picked[1]}"
+    refusal = f"cannot serve metrics and probes on 127.0.0.1:{picked[0]}: Address already in use"
+    # Without a log file its stderr still reaches this process's own, as it did before it was read.
+    assert refusal in (operator.log_text() if logged else capfd.readouterr().err)
+    assert operator.returncode == 0

@@ -58,11 +58,12 @@ What it does as the API server does:
   API server's message (``Apply failed with 1 conflict: conflict with "kubectl-edit" using apps/v1:
   .spec.replicas``); applying the value the field holds shares it; ``force=True`` takes the field from its other
   owners;
-* every write of an object fills in the server's defaults of one table, :data:`okt.testing.defaults.DEFAULTS` (a
-  Deployment's ``strategy``, a pod template's ``restartPolicy``, a container's ``imagePullPolicy`` and
-  ``terminationMessagePath``, a Service's ``sessionAffinity``...), and stores the quantities of Kubernetes' own kinds in
-  their canonical form (``1024Mi`` as ``1Gi``, ``1000m`` as ``1``): a write that spells out a default, or another
-  spelling of a quantity, is no change (same ``resourceVersion``, no new ``generation``), as on the server;
+* every write of an object — a create, an update, a patch, an apply, and what :meth:`~FakeClient.put` stores — fills
+  in the server's defaults of one table, :data:`okt.testing.defaults.DEFAULTS` (a Deployment's ``strategy``, a pod
+  template's ``restartPolicy``, a container's ``imagePullPolicy`` and ``terminationMessagePath``, a Service's
+  ``sessionAffinity``...), and stores the quantities of Kubernetes' own kinds in their canonical form (``1024Mi`` as
+  ``1Gi``, ``1000m`` as ``1``): a write that spells out a default, or another spelling of a quantity, is no change
+  (same ``resourceVersion``, no new ``generation``), as on the server;
 * a Service is given a cluster IP (:mod:`okt.testing.services`), and a ``NodePort`` or ``LoadBalancer`` one a node port
   for each port naming none (and a ``healthCheckNodePort`` for ``externalTrafficPolicy: Local``), kept by an apply that
   leaves them out;
@@ -262,9 +263,12 @@ class FakeClient(kube_client.Client):
             self._served[(kind.api_version, kind.kind)] = kind
 
     def put(self, obj: Mapping[str, Any], kind: kinds_mod.Kind | None = None) -> dict[str, Any]:
-        """Store ``obj`` as given, status included (create or replace, not counted in :attr:`stats`); returns it as
-        stored. ``kind`` is served from now on; without it, the object's kind must be served already. A Secret's
-        ``stringData`` is written into its ``data``, as the API server holds it.
+        """Store ``obj`` as the API server would hold it, status included (create or replace, not counted in
+        :attr:`stats`); returns it as stored. ``kind`` is served from now on; without it, the object's kind must be
+        served already. As every write does, it fills in the defaults of :data:`okt.testing.defaults.DEFAULTS` and
+        writes quantities in their canonical form (an object on a cluster has them, whoever wrote it: a reconcile's
+        first write of the spec it was given is no change, as there), and a Secret's ``stringData`` into its
+        ``data``. Nothing else is checked: no validation, no cluster IP nor node port allocated.
 
         Raises:
             TypeError, ValueError: ``obj`` is not JSON, so no API server could hold it (see :func:`_received`), or a
@@ -272,7 +276,11 @@ class FakeClient(kube_client.Client):
         """
         if kind is not None:
             self.serve(kind)
-        stored = _fold_string_data(_received(obj), _unstorable)
+        return self._store(defaults.fill(_fold_string_data(_received(obj), _unstorable)))
+
+    def _store(self, stored: dict[str, Any]) -> dict[str, Any]:
+        """Store ``stored``, decoded and defaulted, as a new object (or in place of the one of its key), given its
+        identity where it has none and a new ``resourceVersion``; returns a copy."""
         with self._lock:
             meta = stored.setdefault("metadata", {})
             meta.setdefault("uid", str(uuid.uuid4()))
@@ -430,7 +438,7 @@ class FakeClient(kube_client.Client):
             if services.is_service(body):
                 services.allocate(body, self._cluster_ips())
                 services.allocate_node_ports(body, self._node_ports())
-            created = self.put(body)
+            created = self._store(body)
             self._own(key, {}, written, _updater(None))
             return created
 
@@ -511,11 +519,12 @@ class FakeClient(kube_client.Client):
                     created["metadata"].pop("namespace", None)
                 metadata.check(kind, created["metadata"])
                 _leave_out_empty(created["metadata"])
-                created = defaults.fill({"apiVersion": kind.api_version, "kind": kind.kind, **created})
+                created = _fold_string_data({"apiVersion": kind.api_version, "kind": kind.kind, **created}, _untyped)
+                created = defaults.fill(created)
                 if services.is_service(created):
                     services.allocate(created, self._cluster_ips())
                     services.allocate_node_ports(created, self._node_ports())
-                created = self.put(created)
+                created = self._store(created)
                 self._own(key, {}, created, writer, applied)
                 return created
             _check_version(kind, live, body)

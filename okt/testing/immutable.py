@@ -104,7 +104,7 @@ def _data(obj: Mapping[str, Any], field: str) -> dict[str, Any]:
 def _defaulted(kind: kinds.Kind, given: Mapping[str, Any]) -> dict[str, Any]:
     """``given`` (a spec) with the defaults the server gives it (:data:`okt.testing.defaults.DEFAULTS`), where it
     leaves them out (a copy): the server compares the two objects once both are defaulted, so spelling out a default
-    it filled in changes nothing (the fake's own objects hold them already; one stored with ``put`` may not)."""
+    it filled in changes nothing (the fake's own objects hold them already, those stored with ``put`` too)."""
     filled = defaults.fill({"apiVersion": kind.api_version, "kind": kind.kind, "spec": copy.deepcopy(dict(given))})
     spec: dict[str, Any] = filled["spec"]
     return spec

@@ -1278,3 +1278,31 @@ def test_an_apply_merges_a_custom_kind_s_map_list_by_key_when_the_fake_is_given_
         {"name": "probe", "size": 0},
         {"name": "d", "size": 4},
     ]
+
+
+# -- what the API server fills in, allocates and refuses for Kubernetes' own kinds --------------------------------
+
+
+def _deployment(api: Api, **spec: Any) -> dict[str, Any]:
+    template = {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "app:1"}]}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": api.namespace},
+        "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": template, **spec},
+    }
+
+
+def test_an_object_put_in_the_fake_holds_the_defaults_the_server_gives_one_created_there(api: Api) -> None:
+    body = _deployment(api, replicas=2)
+    # What a test stores as its starting point in the fake, as if a create had written it.
+    stored = api.client.put(body) if isinstance(api.client, FakeClient) else api.client.create(body)
+
+    patched = api.client.patch(DEPLOYMENT, "d", {"spec": body["spec"]}, api.namespace)
+
+    assert stored["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+    }
+    assert stored["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+    assert patched["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]

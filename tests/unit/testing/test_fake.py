@@ -599,6 +599,13 @@ def test_a_secret_s_string_data_is_written_into_its_data_by_every_write_and_neve
     assert stored["data"] == {"a": "eA==", "b": "eQ==", "c": "esOp", "d": "MQ==", "e": "eA=="}
 
 
+def test_an_apply_that_creates_a_secret_writes_its_string_data_into_its_data(fake: FakeClient) -> None:
+    applied = fake.apply({**_SECRET, "stringData": {"g": "3"}}, field_manager="a")
+
+    assert applied["data"] == {"g": "Mw=="} and "stringData" not in applied
+    assert fake.stored(SECRET, "s", "ns") == applied
+
+
 @pytest.mark.parametrize(
     ("verb", "refused"),
     [
@@ -1231,3 +1238,40 @@ def test_a_node_port_service_keeps_its_node_ports_through_an_apply_that_leaves_t
     assert again == created
     assert created["spec"]["ports"][0]["nodePort"] != other["spec"]["ports"][0]["nodePort"]
     assert created["spec"]["externalTrafficPolicy"] == "Cluster"
+
+
+def _deployment(**spec: Any) -> dict[str, Any]:
+    template = {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "app:1"}]}}
+    selector = {"matchLabels": {"app": "a"}}
+    return {
+        **_CM,
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "spec": {"selector": selector, "template": template, **spec},
+    }
+
+
+def test_an_object_stored_with_put_holds_the_defaults_a_create_gives_it(fake: FakeClient) -> None:
+    put = fake.put(_deployment())
+    created = fake.create({**_deployment(), "metadata": {"name": "d", "namespace": "ns"}})
+
+    assert put["spec"] == created["spec"]
+    assert put["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+    }
+    assert put["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+
+
+@pytest.mark.parametrize("verb", ["patch", "replace"])
+def test_a_write_of_the_spec_put_stored_is_no_change(fake: FakeClient, verb: str) -> None:
+    # (An apply is a change even so: its manager's managedFields are new, a new resourceVersion on the server too.)
+    stored = fake.put(_deployment(replicas=2))
+
+    if verb == "patch":
+        written = fake.patch(DEPLOYMENT, "c", {"spec": _deployment(replicas=2)["spec"]}, "ns")
+    else:
+        written = fake.replace(DEPLOYMENT, {**_deployment(replicas=2), "metadata": stored["metadata"]})
+
+    assert written["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+    assert written == fake.stored(DEPLOYMENT, "c", "ns") == stored

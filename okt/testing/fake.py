@@ -64,6 +64,11 @@ What it does as the API server does:
   ``sessionAffinity``...), and stores the quantities of Kubernetes' own kinds in their canonical form (``1024Mi`` as
   ``1Gi``, ``1000m`` as ``1``): a write that spells out a default, or another spelling of a quantity, is no change
   (same ``resourceVersion``, no new ``generation``), as on the server;
+* every write of an object through a verb is validated, once defaulted, against one table of fields that may not be
+  set together, :data:`okt.testing.validation.RULES`: a Deployment whose ``strategy.type`` is ``Recreate`` holding a
+  ``rollingUpdate`` — given, or left by the defaults of an earlier ``RollingUpdate`` strategy, which a merge, JSON or
+  strategic merge patch or an apply of ``type: Recreate`` keeps — is the server's 422 (``spec.strategy.rollingUpdate:
+  Forbidden``); an update must drop it, a merge patch set it to ``null``;
 * a Service is given a cluster IP (:mod:`okt.testing.services`), and a ``NodePort`` or ``LoadBalancer`` one a node port
   for each port naming none (and a ``healthCheckNodePort`` for ``externalTrafficPolicy: Local``), kept by an apply that
   leaves them out;
@@ -131,8 +136,9 @@ Limits, on purpose:
   spelling one out is stored as a change), no validation (but of metadata, above, and of the fields of Kubernetes' own
   kinds that never change in place, :mod:`okt.testing.immutable`'s: a write changing a Deployment's selector, a
   StatefulSet's ``volumeClaimTemplates``, a Service's cluster IP, a PersistentVolumeClaim's spec or the data of an
-  ``immutable`` ConfigMap is the server's 422, each side compared with the table's defaults); a node port named that
-  another Service holds is not refused; no admission; no watch
+  ``immutable`` ConfigMap is the server's 422, each side compared with the table's defaults, and of
+  :mod:`okt.testing.validation`'s table, above): a Deployment's unknown ``strategy.type`` is stored; a node port named
+  that another Service holds is not refused; no admission; no watch
   (:meth:`~FakeClient.watch` raises): run an operator under its manager on a real control plane
   (:class:`okt.testing.RunningOperator`) to test the runtime;
 * :meth:`~FakeClient.resolve` knows Kubernetes' built-in kinds and those passed as ``kinds`` or stored with
@@ -158,7 +164,7 @@ from okt.kube import client as kube_client
 from okt.kube import discovery, selectors
 from okt.kube import kinds as kinds_mod
 from okt.resources import list_keys
-from okt.testing import defaults, immutable, metadata, patching, services
+from okt.testing import defaults, immutable, metadata, patching, services, validation
 
 _Key = tuple[str, str, str, str]
 _Path = patching.Path
@@ -435,9 +441,7 @@ class FakeClient(kube_client.Client):
             # cluster IP and the node ports it allocates.
             body = defaults.fill(body)
             written = copy.deepcopy(body)
-            if services.is_service(body):
-                services.allocate(body, self._cluster_ips())
-                services.allocate_node_ports(body, self._node_ports())
+            self._admit(kind, key, None, body)
             created = self._store(body)
             self._own(key, {}, written, _updater(None))
             return created
@@ -521,9 +525,7 @@ class FakeClient(kube_client.Client):
                 _leave_out_empty(created["metadata"])
                 created = _fold_string_data({"apiVersion": kind.api_version, "kind": kind.kind, **created}, _untyped)
                 created = defaults.fill(created)
-                if services.is_service(created):
-                    services.allocate(created, self._cluster_ips())
-                    services.allocate_node_ports(created, self._node_ports())
+                self._admit(kind, key, None, created)
                 created = self._store(created)
                 self._own(key, {}, created, writer, applied)
                 return created
@@ -687,11 +689,10 @@ class FakeClient(kube_client.Client):
             if _desired_of(new) != _desired_of(live) and "generation" in live["metadata"]:
                 meta["generation"] = int(live["metadata"]["generation"]) + 1
             _check_finalizers(live, new)
-            metadata.check(self.kind_of(live), meta, name=False)
-            if services.is_service(live):
-                services.settle(live, new, self._cluster_ips())
-                services.allocate_node_ports(new, self._node_ports())
-            immutable.check(self.kind_of(live), live, new)
+            kind = self.kind_of(live)
+            metadata.check(kind, meta, name=False)
+            self._admit(kind, self._key_of(live), live, new)
+            immutable.check(kind, live, new)
         new["metadata"]["resourceVersion"] = live["metadata"].get("resourceVersion")
         if new == live:
             return copy.deepcopy(live)
@@ -742,6 +743,24 @@ class FakeClient(kube_client.Client):
         stored = self._objects[key]
         stored["metadata"]["resourceVersion"] = self._next_version()
         return copy.deepcopy(stored)
+
+    def _admit(self, kind: kinds_mod.Kind, key: _Key, live: Mapping[str, Any] | None, new: dict[str, Any]) -> None:
+        """What the API server does to ``new``, defaulted, before it stores it in place of ``live`` (None: a create),
+        whichever verb wrote it: refuse what its validation refuses (:mod:`okt.testing.validation`'s table); give a
+        Service its cluster IP, or keep it (:mod:`okt.testing.services`), and a node port to each of its ports that
+        names none.
+
+        Raises:
+            okt.errors.Invalid: ``new`` is refused (nothing is written).
+        """
+        validation.check(kind, new)
+        if not services.is_service(new):
+            return
+        if live is None:
+            services.allocate(new, self._cluster_ips())
+        else:
+            services.settle(live, new, self._cluster_ips())
+        services.allocate_node_ports(new, self._node_ports())
 
     def _cluster_ips(self) -> set[str]:
         """The cluster IPs the stored Services hold: none is allocated twice."""

@@ -1306,3 +1306,23 @@ def test_an_object_put_in_the_fake_holds_the_defaults_the_server_gives_one_creat
     }
     assert stored["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
     assert patched["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+
+
+def test_a_recreate_deployment_may_not_keep_a_rolling_update_even_the_one_the_server_defaulted(api: Api) -> None:
+    recreate = "Forbidden: may not be specified when strategy `type` is 'Recreate'"
+    refused: list[tuple[str, str, str]] = []
+    with pytest.raises(errors.Invalid) as raised:
+        api.client.create(_deployment(api, strategy={"type": "Recreate", "rollingUpdate": {}}))
+    refused += [(cause.reason, cause.field, cause.message) for cause in raised.value.causes]
+    created = api.client.create(_deployment(api))
+    with pytest.raises(errors.Invalid) as raised:
+        api.client.patch(DEPLOYMENT, "d", {"spec": {"strategy": {"type": "Recreate"}}}, api.namespace)
+    refused += [(cause.reason, cause.field, cause.message) for cause in raised.value.causes]
+
+    cleared = {"type": "Recreate", "rollingUpdate": None}
+    patched = api.client.patch(DEPLOYMENT, "d", {"spec": {"strategy": cleared}}, api.namespace)
+
+    assert refused == [("FieldValueForbidden", "spec.strategy.rollingUpdate", recreate)] * 2
+    assert raised.value.api_message == f'Deployment.apps "d" is invalid: spec.strategy.rollingUpdate: {recreate}'
+    assert created["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": "25%", "maxSurge": "25%"}
+    assert patched["spec"]["strategy"] == {"type": "Recreate"}

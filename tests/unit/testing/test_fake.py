@@ -1275,3 +1275,72 @@ def test_a_write_of_the_spec_put_stored_is_no_change(fake: FakeClient, verb: str
 
     assert written["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
     assert written == fake.stored(DEPLOYMENT, "c", "ns") == stored
+
+
+_RECREATE = "spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"
+
+
+def _refused_strategy(raised: pytest.ExceptionInfo[errors.Invalid]) -> None:
+    assert [(cause.reason, cause.field) for cause in raised.value.causes] == [
+        ("FieldValueForbidden", "spec.strategy.rollingUpdate")
+    ]
+    assert raised.value.api_message == f'Deployment.apps "c" is invalid: {_RECREATE}'
+
+
+@pytest.mark.parametrize("rolling_update", [{}, {"maxSurge": 1}])
+@pytest.mark.parametrize("verb", ["create", "apply"])
+def test_a_recreate_deployment_with_a_rolling_update_is_invalid(
+    fake: FakeClient, verb: str, rolling_update: dict[str, Any]
+) -> None:
+    body = _deployment(strategy={"type": "Recreate", "rollingUpdate": rolling_update})
+
+    with pytest.raises(errors.Invalid) as raised:
+        fake.create(body) if verb == "create" else fake.apply(body, field_manager="m")
+
+    _refused_strategy(raised)
+    assert fake.stored(DEPLOYMENT, "c", "ns") is None
+
+
+@pytest.mark.parametrize(
+    ("patch", "patch_type"),
+    [
+        ({"spec": {"strategy": {"type": "Recreate"}}}, "merge"),
+        ({"spec": {"strategy": {"type": "Recreate"}}}, "strategic"),
+        ([{"op": "replace", "path": "/spec/strategy/type", "value": "Recreate"}], "json"),
+    ],
+)
+def test_a_patch_to_recreate_that_leaves_the_defaulted_rolling_update_is_invalid(
+    fake: FakeClient, patch: Any, patch_type: str
+) -> None:
+    created = fake.create(_deployment())
+
+    with pytest.raises(errors.Invalid) as raised:
+        fake.patch(DEPLOYMENT, "c", patch, "ns", patch_type=patch_type)
+
+    _refused_strategy(raised)
+    assert fake.stored(DEPLOYMENT, "c", "ns") == created
+
+
+def test_an_apply_to_recreate_leaves_the_rolling_update_it_did_not_apply_and_is_invalid(fake: FakeClient) -> None:
+    fake.apply(_deployment(strategy={"type": "RollingUpdate"}), field_manager="m")
+
+    with pytest.raises(errors.Invalid) as raised:
+        fake.apply(_deployment(strategy={"type": "Recreate"}), field_manager="m")
+
+    _refused_strategy(raised)
+
+
+def test_an_update_to_recreate_that_drops_the_rolling_update_is_taken(fake: FakeClient) -> None:
+    live = fake.create(_deployment())
+    kept = copy.deepcopy(live)
+    kept["spec"]["strategy"]["type"] = "Recreate"
+    with pytest.raises(errors.Invalid) as raised:
+        fake.replace(DEPLOYMENT, kept)
+    _refused_strategy(raised)
+
+    replaced = fake.replace(DEPLOYMENT, {**live, "spec": {**live["spec"], "strategy": {"type": "Recreate"}}})
+    back = fake.patch(DEPLOYMENT, "c", {"spec": {"strategy": {"type": "RollingUpdate"}}}, "ns")
+    patched = fake.patch(DEPLOYMENT, "c", {"spec": {"strategy": {"type": "Recreate", "rollingUpdate": None}}}, "ns")
+
+    assert replaced["spec"]["strategy"] == patched["spec"]["strategy"] == {"type": "Recreate"}
+    assert back["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": "25%", "maxSurge": "25%"}

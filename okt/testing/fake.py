@@ -71,7 +71,11 @@ What it does as the API server does:
   Forbidden``); an update must drop it, a merge patch set it to ``null``;
 * a Service is given a cluster IP (:mod:`okt.testing.services`), and a ``NodePort`` or ``LoadBalancer`` one a node port
   for each port naming none (and a ``healthCheckNodePort`` for ``externalTrafficPolicy: Local``), kept by an apply that
-  leaves them out;
+  leaves them out; a node port named that another Service holds (a node port or a health check node port) is the
+  server's 422 (``spec.ports[0].nodePort: Invalid value: 30100: provided port is already allocated``), one named twice
+  in a Service its ``Duplicate value``, on a create and on an update alike; a port is free again once its Service is
+  deleted, names another, or is made ``ClusterIP`` or ``ExternalName`` (which drops its node ports and its
+  ``externalTrafficPolicy`` where the write left them as they were, as the server does);
 * a Secret's ``stringData`` is written into its ``data`` (base64, over the value ``data`` holds under the key) by
   every write and never stored nor answered; a value that is not a string is refused as each verb refuses it (400 for
   a create or an update, 422 for a patch, 500 for an apply on Kubernetes 1.20);
@@ -137,8 +141,9 @@ Limits, on purpose:
   kinds that never change in place, :mod:`okt.testing.immutable`'s: a write changing a Deployment's selector, a
   StatefulSet's ``volumeClaimTemplates``, a Service's cluster IP, a PersistentVolumeClaim's spec or the data of an
   ``immutable`` ConfigMap is the server's 422, each side compared with the table's defaults, and of
-  :mod:`okt.testing.validation`'s table, above): a Deployment's unknown ``strategy.type`` is stored; a node port named
-  that another Service holds is not refused; no admission; no watch
+  :mod:`okt.testing.validation`'s table, above): a Deployment's unknown ``strategy.type``, a Service's ``nodePort``
+  left on a ``ClusterIP`` Service by a write that changes it, a ``healthCheckNodePort`` named that another Service holds
+  (the server's 500) or changed are stored; no admission; no watch
   (:meth:`~FakeClient.watch` raises): run an operator under its manager on a real control plane
   (:class:`okt.testing.RunningOperator`) to test the runtime;
 * :meth:`~FakeClient.resolve` knows Kubernetes' built-in kinds and those passed as ``kinds`` or stored with
@@ -747,8 +752,8 @@ class FakeClient(kube_client.Client):
     def _admit(self, kind: kinds_mod.Kind, key: _Key, live: Mapping[str, Any] | None, new: dict[str, Any]) -> None:
         """What the API server does to ``new``, defaulted, before it stores it in place of ``live`` (None: a create),
         whichever verb wrote it: refuse what its validation refuses (:mod:`okt.testing.validation`'s table); give a
-        Service its cluster IP, or keep it (:mod:`okt.testing.services`), and a node port to each of its ports that
-        names none.
+        Service its cluster IP, or keep it (:mod:`okt.testing.services`), refuse a node port it names that another
+        Service holds, and give one to each of its ports that names none.
 
         Raises:
             okt.errors.Invalid: ``new`` is refused (nothing is written).
@@ -760,6 +765,8 @@ class FakeClient(kube_client.Client):
             services.allocate(new, self._cluster_ips())
         else:
             services.settle(live, new, self._cluster_ips())
+        others = {port for other, obj in self._objects.items() if other != key for port in services.node_ports(obj)}
+        services.claim_node_ports(new, others, services.node_ports(live or {}))
         services.allocate_node_ports(new, self._node_ports())
 
     def _cluster_ips(self) -> set[str]:

@@ -10,19 +10,25 @@ dicts. A Service reached through its nodes' ports (``NodePort``, ``LoadBalancer`
 ports that names none, and a ``LoadBalancer`` one whose ``externalTrafficPolicy`` is ``Local`` a
 ``healthCheckNodePort``: the lowest free ones of :data:`NODE_PORTS` (the server picks them at random too). They stay
 while a write keeps them (an apply that leaves them out keeps them: no one applied them); an update that leaves one
-out gets another, as on Kubernetes 1.20.
+out gets another, as on Kubernetes 1.20. A node port named that another Service holds is refused, as the server's
+allocator refuses it (:func:`claim_node_ports`); a Service made ``ClusterIP`` or ``ExternalName`` without a change of
+its node ports loses them (and its ``externalTrafficPolicy``), made other than ``LoadBalancer`` its
+``healthCheckNodePort``, which frees them for another Service (:func:`settle`).
 
 Guarantees: each function changes only the ``spec`` of the Service it is given, and only its ``clusterIP``,
-``clusterIPs``, its ports' ``nodePort`` and its ``healthCheckNodePort``.
+``clusterIPs``, its ports' ``nodePort``, its ``healthCheckNodePort`` and its ``externalTrafficPolicy``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 from collections.abc import Collection, Mapping
 from typing import Any
 
 from okt import errors
+from okt.kube import kinds
+from okt.testing import validation
 
 SERVICE_RANGE = ipaddress.ip_network("10.96.0.0/12")
 """The range cluster IPs are allocated from: okt.testing's control plane's ``--service-cluster-ip-range``."""
@@ -30,6 +36,9 @@ NODE_PORTS = range(30000, 32768)
 """The range node ports are allocated from: the API server's default ``--service-node-port-range``."""
 _FIRST = 2
 """The first address handed out: the range's first host is the ``kubernetes`` Service's."""
+_SERVICE = kinds.BUILTIN[("v1", "Service")]
+_THROUGH_NODES = ("NodePort", "LoadBalancer")
+"""The types of Service reached through their nodes' ports: only they hold node ports."""
 
 
 def is_service(obj: Mapping[str, Any]) -> bool:
@@ -59,7 +68,7 @@ def allocate_node_ports(service: dict[str, Any], in_use: Collection[int]) -> Non
     given another), and a ``LoadBalancer`` whose ``externalTrafficPolicy`` is ``Local`` its ``healthCheckNodePort``
     (which its nodes' load balancer probes). Any other Service is left as it is."""
     spec = service.get("spec")
-    if not isinstance(spec, dict) or spec.get("type") not in ("NodePort", "LoadBalancer"):
+    if not isinstance(spec, dict) or spec.get("type") not in _THROUGH_NODES:
         return
     taken = {*in_use, *node_ports(service)}
     free = (port for port in NODE_PORTS if port not in taken)
@@ -69,6 +78,41 @@ def allocate_node_ports(service: dict[str, Any], in_use: Collection[int]) -> Non
     local = spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local"
     if local and not spec.get("healthCheckNodePort"):
         spec["healthCheckNodePort"] = next(free)
+
+
+def claim_node_ports(service: Mapping[str, Any], held: Collection[int], before: Collection[int] = ()) -> None:
+    """Refuse the node ports ``service`` names as the API server's allocator does: one it names twice (its ports'
+    ``nodePort``), or one another Service holds (``held``: the others' ports, their ``healthCheckNodePort`` among
+    them) that it did not hold already (``before``: the ports of the stored Service an update replaces).
+
+    Raises:
+        okt.errors.Invalid: the first port refused, as Kubernetes 1.20 names it (``spec.ports[1].nodePort:
+            Duplicate value: 30300``, ``spec.ports[0].nodePort: Invalid value: 30100: provided port is already
+            allocated``).
+    """
+    spec = service.get("spec")
+    if not isinstance(spec, Mapping) or spec.get("type") not in _THROUGH_NODES:
+        return
+    seen: set[int] = set()
+    for index, port in enumerate(spec.get("ports") or ()):
+        number = port.get("nodePort") if isinstance(port, Mapping) else None
+        if not isinstance(number, int) or not number:
+            continue
+        if number in seen:
+            refused = errors.StatusCause("FieldValueDuplicate", f"Duplicate value: {number}", "")
+        elif number in held and number not in before:
+            message = f"Invalid value: {number}: provided port is already allocated"
+            refused = errors.StatusCause("FieldValueInvalid", message, "")
+        else:
+            seen.add(number)
+            continue
+        cause = dataclasses.replace(refused, field=f"spec.ports[{index}].nodePort")
+        raise errors.ApiError.from_status(
+            422,
+            "Invalid",
+            f"{validation.invalid(_SERVICE, service)}: {cause.field}: {cause.message}",
+            causes=(cause,),
+        )
 
 
 def allocate(service: dict[str, Any], in_use: Collection[str]) -> None:
@@ -107,10 +151,14 @@ def settle(live: Mapping[str, Any], new: dict[str, Any], in_use: Collection[str]
     """What an update does to a Service's cluster IPs before it is validated (Kubernetes' ``normalizeClusterIPs``):
     ``clusterIPs`` left out while ``clusterIP`` is kept is given back; a ``clusterIP`` cleared or changed while
     ``clusterIPs`` is kept takes ``clusterIPs`` along (so the refusal names ``spec.clusterIPs[0]``, as the server's
-    does). A Service made ExternalName loses its cluster IPs; one made something else gets one allocated."""
+    does). A Service made ExternalName loses its cluster IPs; one made something else gets one allocated. The fields
+    of a type the Service is no longer are dropped where the write left them as they were (Kubernetes'
+    ``dropTypeDependentFields``): made neither ``NodePort`` nor ``LoadBalancer``, its ports' node ports and its
+    ``externalTrafficPolicy``; made other than a ``LoadBalancer``, its ``healthCheckNodePort``."""
     was, now = live.get("spec") or {}, new.get("spec")
     if not isinstance(now, dict):
         return
+    _drop_type_dependent(was, now)
     old_ip, new_ip = was.get("clusterIP") or "", now.get("clusterIP") or ""
     old_ips = list(was.get("clusterIPs") or [])
     if old_ips and not now.get("clusterIPs") and old_ip == new_ip:
@@ -129,3 +177,22 @@ def settle(live: Mapping[str, Any], new: dict[str, Any], in_use: Collection[str]
         now.pop("clusterIPs", None)
     elif was.get("type") == "ExternalName" and now.get("type") != "ExternalName":
         allocate(new, in_use)
+
+
+def _drop_type_dependent(was: Mapping[str, Any], now: dict[str, Any]) -> None:
+    old_type, new_type = was.get("type"), now.get("type")
+    if old_type in _THROUGH_NODES and new_type not in _THROUGH_NODES:
+        ports = [port for port in now.get("ports") or () if isinstance(port, dict)]
+        if sorted(_numbers(was.get("ports"))) == sorted(_numbers(ports)):
+            for port in ports:
+                port.pop("nodePort", None)
+        if now.get("externalTrafficPolicy") == was.get("externalTrafficPolicy"):
+            now.pop("externalTrafficPolicy", None)
+    kept_check_port = now.get("healthCheckNodePort") == was.get("healthCheckNodePort")
+    if old_type == "LoadBalancer" and new_type != "LoadBalancer" and kept_check_port:
+        now.pop("healthCheckNodePort", None)
+
+
+def _numbers(ports: Any) -> list[int]:
+    """The node ports of ``ports``, 0 for each that names none: a bag, compared whatever the order."""
+    return [port.get("nodePort") or 0 for port in ports or () if isinstance(port, Mapping)]

@@ -1308,6 +1308,45 @@ def test_an_object_put_in_the_fake_holds_the_defaults_the_server_gives_one_creat
     assert patched["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
 
 
+def _node_port_service(api: Api, name: str, *ports: int) -> dict[str, Any]:
+    listed = [{"name": f"p{i}", "port": 80 + i, "protocol": "TCP", "nodePort": port} for i, port in enumerate(ports)]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": api.namespace},
+        "spec": {"type": "NodePort", "ports": listed},
+    }
+
+
+def test_a_node_port_another_service_holds_is_invalid_until_that_service_lets_it_go(api: Api) -> None:
+    # Node ports are the whole cluster's: these two are named by no other test.
+    taken, other = 31731, 31732
+    api.client.create(_node_port_service(api, "a", taken))
+    api.client.create(_node_port_service(api, "c", other))
+    refused: list[tuple[str, str, str]] = []
+    for write in (
+        lambda: api.client.create(_node_port_service(api, "b", other + 1, taken)),
+        lambda: api.client.patch(SERVICE, "c", {"spec": _node_port_service(api, "c", taken)["spec"]}, api.namespace),
+    ):
+        with pytest.raises(errors.Invalid) as raised:
+            write()
+        (cause,) = raised.value.causes
+        refused.append((cause.reason, cause.field, cause.message))
+
+    made_cluster_ip = api.client.patch(SERVICE, "a", {"spec": {"type": "ClusterIP"}}, api.namespace)
+    moved = api.client.patch(SERVICE, "c", {"spec": _node_port_service(api, "c", taken)["spec"]}, api.namespace)
+
+    already = f"Invalid value: {taken}: provided port is already allocated"
+    assert refused == [
+        ("FieldValueInvalid", "spec.ports[1].nodePort", already),
+        ("FieldValueInvalid", "spec.ports[0].nodePort", already),
+    ]
+    assert [port.get("nodePort") for port in made_cluster_ip["spec"]["ports"]] == [None]
+    assert "externalTrafficPolicy" not in made_cluster_ip["spec"]
+    assert moved["spec"]["ports"][0]["nodePort"] == taken
+    api.client.delete(SERVICE, "c", api.namespace)  # frees both for the next run on this control plane
+
+
 def test_a_recreate_deployment_may_not_keep_a_rolling_update_even_the_one_the_server_defaulted(api: Api) -> None:
     recreate = "Forbidden: may not be specified when strategy `type` is 'Recreate'"
     refused: list[tuple[str, str, str]] = []

@@ -1277,6 +1277,101 @@ def test_a_write_of_the_spec_put_stored_is_no_change(fake: FakeClient, verb: str
     assert written == fake.stored(DEPLOYMENT, "c", "ns") == stored
 
 
+def _node_port(name: str, *ports: int, kind: str = "NodePort") -> dict[str, Any]:
+    listed = [{"name": f"p{i}", "port": 80 + i, "protocol": "TCP", "nodePort": port} for i, port in enumerate(ports)]
+    return {**_SERVICE, "metadata": {"name": name, "namespace": "ns"}, "spec": {"type": kind, "ports": listed}}
+
+
+def _refused_port(raised: pytest.ExceptionInfo[errors.Invalid], field: str, port: int) -> None:
+    assert raised.value.status == 422 and raised.value.api_reason == "Invalid"
+    assert [(cause.reason, cause.field) for cause in raised.value.causes] == [("FieldValueInvalid", field)]
+    assert raised.value.api_message.endswith(f"{field}: Invalid value: {port}: provided port is already allocated")
+
+
+@pytest.mark.parametrize("kind", ["NodePort", "LoadBalancer"])
+@pytest.mark.parametrize("verb", ["create", "apply"])
+def test_a_create_naming_a_node_port_another_service_holds_is_invalid(fake: FakeClient, verb: str, kind: str) -> None:
+    fake.create(_node_port("a", 30100))
+    body = _node_port("b", 30101, 30100, kind=kind)
+
+    with pytest.raises(errors.Invalid) as raised:
+        fake.create(body) if verb == "create" else fake.apply(body, field_manager="m")
+
+    _refused_port(raised, "spec.ports[1].nodePort", 30100)
+    assert raised.value.api_message.startswith('Service "b" is invalid: ')
+    assert fake.stored(SERVICE, "b", "ns") is None
+
+
+@pytest.mark.parametrize("verb", ["patch", "replace", "apply"])
+def test_an_update_to_a_node_port_another_service_holds_is_invalid(fake: FakeClient, verb: str) -> None:
+    fake.create(_node_port("a", 30100))
+    before = fake.create(_node_port("b", 30200))
+
+    with pytest.raises(errors.Invalid) as raised:
+        if verb == "patch":
+            fake.patch(SERVICE, "b", {"spec": _node_port("b", 30100)["spec"]}, "ns")
+        elif verb == "replace":
+            fake.replace(SERVICE, {**before, "spec": {**before["spec"], **_node_port("b", 30100)["spec"]}})
+        else:
+            fake.apply(_node_port("b", 30100), field_manager="m")
+
+    _refused_port(raised, "spec.ports[0].nodePort", 30100)
+    assert fake.stored(SERVICE, "b", "ns") == before
+
+
+def test_a_node_port_named_twice_in_one_service_is_a_duplicate(fake: FakeClient) -> None:
+    with pytest.raises(errors.Invalid) as raised:
+        fake.create(_node_port("a", 30300, 30300))
+
+    assert [(cause.reason, cause.field) for cause in raised.value.causes] == [
+        ("FieldValueDuplicate", "spec.ports[1].nodePort")
+    ]
+
+
+def test_a_health_check_node_port_is_held_as_a_node_port(fake: FakeClient) -> None:
+    lb = _node_port("a", 30501, kind="LoadBalancer")
+    fake.create({**lb, "spec": {**lb["spec"], "externalTrafficPolicy": "Local", "healthCheckNodePort": 30500}})
+
+    with pytest.raises(errors.Invalid) as raised:
+        fake.create(_node_port("b", 30500))
+
+    _refused_port(raised, "spec.ports[0].nodePort", 30500)
+
+
+@pytest.mark.parametrize(
+    "release",
+    [
+        pytest.param(lambda fake: fake.delete(SERVICE, "a", "ns"), id="deleted"),
+        pytest.param(lambda fake: fake.patch(SERVICE, "a", {"spec": {"type": "ClusterIP"}}, "ns"), id="cluster-ip"),
+        pytest.param(
+            lambda fake: fake.patch(SERVICE, "a", {"spec": _node_port("a", 30101)["spec"]}, "ns"), id="other-port"
+        ),
+    ],
+)
+def test_a_node_port_is_free_again_once_its_service_is_deleted_made_cluster_ip_or_moved(
+    fake: FakeClient, release: Any
+) -> None:
+    fake.create(_node_port("a", 30100))
+
+    release(fake)
+    taken = fake.create(_node_port("b", 30100))
+
+    assert taken["spec"]["ports"][0]["nodePort"] == 30100
+
+
+def test_a_service_made_cluster_ip_loses_its_node_ports_and_traffic_policy(fake: FakeClient) -> None:
+    lb = _node_port("a", 30501, kind="LoadBalancer")
+    fake.create({**lb, "spec": {**lb["spec"], "externalTrafficPolicy": "Local"}})
+
+    node_port = fake.patch(SERVICE, "a", {"spec": {"type": "NodePort"}}, "ns")
+    cluster_ip = fake.patch(SERVICE, "a", {"spec": {"type": "ClusterIP"}}, "ns")
+
+    assert "healthCheckNodePort" not in node_port["spec"] and node_port["spec"]["externalTrafficPolicy"] == "Local"
+    assert node_port["spec"]["ports"][0]["nodePort"] == 30501
+    assert "externalTrafficPolicy" not in cluster_ip["spec"]
+    assert [port.get("nodePort") for port in cluster_ip["spec"]["ports"]] == [None]
+
+
 _RECREATE = "spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is 'Recreate'"
 
 

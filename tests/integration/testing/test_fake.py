@@ -1308,8 +1308,12 @@ def test_an_object_put_in_the_fake_holds_the_defaults_the_server_gives_one_creat
     assert patched["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
 
 
-def _node_port_service(api: Api, name: str, *ports: int) -> dict[str, Any]:
+def _node_port_service(api: Api, name: str, *ports: int | None) -> dict[str, Any]:
+    """A NodePort Service of one port per ``ports``: that node port, or one the API server picks for None."""
     listed = [{"name": f"p{i}", "port": 80 + i, "protocol": "TCP", "nodePort": port} for i, port in enumerate(ports)]
+    for entry in listed:
+        if entry["nodePort"] is None:
+            del entry["nodePort"]
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -1319,13 +1323,12 @@ def _node_port_service(api: Api, name: str, *ports: int) -> dict[str, Any]:
 
 
 def test_a_node_port_another_service_holds_is_invalid_until_that_service_lets_it_go(api: Api) -> None:
-    # Node ports are the whole cluster's: these two are named by no other test.
-    taken, other = 31731, 31732
-    api.client.create(_node_port_service(api, "a", taken))
-    api.client.create(_node_port_service(api, "c", other))
+    # Node ports are the whole cluster's: each is picked by the allocator, so none is one another test holds.
+    taken = api.client.create(_node_port_service(api, "a", None))["spec"]["ports"][0]["nodePort"]
+    api.client.create(_node_port_service(api, "c", None))
     refused: list[tuple[str, str, str]] = []
     for write in (
-        lambda: api.client.create(_node_port_service(api, "b", other + 1, taken)),
+        lambda: api.client.create(_node_port_service(api, "b", None, taken)),
         lambda: api.client.patch(SERVICE, "c", {"spec": _node_port_service(api, "c", taken)["spec"]}, api.namespace),
     ):
         with pytest.raises(errors.Invalid) as raised:

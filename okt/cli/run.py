@@ -694,7 +694,8 @@ def _rewrite_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
     show_default=True,
     callback=lambda _ctx, _param, value: _stuck_after(value),
     metavar="SECONDS",
-    help="/healthz fails once every worker of a controller has been on one reconcile this long (0: never).",
+    help="/healthz fails once every worker of a controller has been on one reconcile, or its mapping of a watched "
+    "object's event has run, this long (0: never).",
 )
 @click.option(
     "--grace-period",

@@ -303,6 +303,11 @@ class Controller:
     :meth:`watch` for a reconciler with watches."""
     _said_stuck = False
     """Whether the log told the workers stuck, this spell (see :meth:`stuck`)."""
+    _mapping: tuple[float, str] | None = None
+    """When the mapping thread took the event it maps now (on :func:`time.monotonic`), and the watched object's
+    ``Kind namespace/name``; ``None`` between two events (see :meth:`mapping_stuck`)."""
+    _said_mapping_stuck = False
+    """Whether the log told the mapping stuck, this spell (see :meth:`mapping_stuck`)."""
 
     def __init__(
         self,
@@ -707,12 +712,17 @@ class Controller:
             if isinstance(event, threading.Event):
                 event.set()  # every event before it is mapped
                 continue
+            meta = event.obj.get("metadata") or {}
+            where = "/".join(str(part) for part in (meta.get("namespace"), meta.get("name")) if part)
+            self._mapping = (time.monotonic(), f"{event.obj.get('kind')} {where}")
             try:
                 self.map_related_event(event.watched, event.event_type, event.obj, event.old, sweep=event.sweep)
             # The thread maps every later event all the same, and sets the markers start_workers waits for: a mapping
             # that raised SystemExit (or any BaseException) ended the thread, and the workers never started.
             except BaseException as exc:
                 self._log.error("mapping a watched object's event failed", error=errors.said(exc))
+            finally:
+                self._mapping = None
 
     def map_related_event(
         self,
@@ -897,6 +907,29 @@ class Controller:
         if not self._said_stuck:
             self._said_stuck = True
             self._log.warning("workers stuck", detail=said)
+        return said
+
+    def mapping_stuck(self, after: float) -> str | None:
+        """Why ``/healthz`` fails when the mapping thread has been on one event of a watched kind for more than
+        ``after`` seconds (naming the watched object), or ``None``. Said once per spell in the log too, as
+        :meth:`stuck` says the workers'.
+
+        The mapping is the operator's own code, on the controller's one mapping thread: one that never returns (a
+        call without a timeout, a deadlock) maps no later change of any watched object, and during the start holds
+        the workers, which wait for the first lists' mappings, from ever starting — a controller that reconciles
+        nothing, whose workers are all free, so :meth:`stuck` never fires."""
+        mapping = self._mapping
+        took = 0.0 if mapping is None else time.monotonic() - mapping[0]
+        if mapping is None or took <= after:
+            self._said_mapping_stuck = False
+            return None
+        said = (
+            f"the controller {self.name} has been mapping one event for {took:.1f} s (more than {after:g} s): "
+            f"{mapping[1]}"
+        )
+        if not self._said_mapping_stuck:
+            self._said_mapping_stuck = True
+            self._log.warning("mapping stuck", detail=said)
         return said
 
     @property

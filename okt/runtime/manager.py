@@ -44,7 +44,9 @@ Guarantees:
   while each connection it can serve at once is held by a review past its request timeout, its hook still running),
   every worker started still runs, and no controller has had every worker on one reconcile for more than
   ``stuck_after`` seconds (a **watchdog** of the workers' progress: a reconcile that never returns, on every worker,
-  reconciles nothing any more, and only a restart frees them);
+  reconciles nothing any more, and only a restart frees them), and no controller's mapping thread has been on one
+  event of a watched kind for that long (a ``watches`` mapping that never returns maps nothing more, and during the
+  start keeps the workers from starting);
   ``/readyz`` is ``200`` while ``/healthz`` is, once the start-up hooks returned (``503`` naming the hook while one's
   retry waits) and every cache is synced and — with leader election — this replica
   leads or is a healthy standby; a watched kind the API server stops serving afterwards (its CRD deleted, or its
@@ -171,8 +173,8 @@ class Manager:
             the first one's lease to run out); host name plus a random suffix when ``None``.
         grace_period: how long a shutdown waits for in-flight reconciles and for the daemons, then for the clean-up
             hooks (in what is left of it), in seconds (capped at :data:`okt.delays.LONGEST_WAIT`).
-        stuck_after: ``/healthz`` fails once every worker of a controller has been on the reconcile it runs for more
-            than this many seconds; ``None``: never.
+        stuck_after: ``/healthz`` fails once every worker of a controller has been on the reconcile it runs, or its
+            mapping thread on the event of a watched kind it maps, for more than this many seconds; ``None``: never.
         reconcile: the reconcile function (tests and benchmarks may pass their own).
         lease_duration: see :class:`okt.runtime.leader.LeaderElector`.
         renew_deadline: see :class:`okt.runtime.leader.LeaderElector`.
@@ -347,8 +349,9 @@ class Manager:
 
     def health(self) -> tuple[bool, str]:
         """``/healthz``: ok while running, while the webhook server (if any) serves, while every worker started
-        still runs, and while no controller has had every worker on one reconcile for more than ``stuck_after``
-        seconds (a call without a timeout, a deadlock: the controller reconciles nothing any more).
+        still runs, and while no controller has had every worker on one reconcile, or its mapping thread on one
+        event of a watched kind, for more than ``stuck_after`` seconds (a call without a timeout, a deadlock: the
+        controller reconciles nothing any more, or no change of a watched object reaches its primaries).
 
         A webhook server whose thread ended, or a worker (on a fault of okt's own: a reconcile that raises is
         retried, its worker goes on), comes back only with the process: the liveness probe restarts it.
@@ -370,7 +373,9 @@ class Manager:
             ended = controller.workers_ended
             if ended:
                 return False, f"{ended} of {controller.workers} workers of the controller {controller.name} ended"
-            stuck = controller.stuck(self.stuck_after) if self.stuck_after is not None else None
+            if self.stuck_after is None:
+                continue
+            stuck = controller.stuck(self.stuck_after) or controller.mapping_stuck(self.stuck_after)
             if stuck is not None:
                 return False, stuck
         return True, "ok"

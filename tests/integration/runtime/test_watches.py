@@ -4,6 +4,8 @@ name it, found through an index over the cached Gadgets."""
 from __future__ import annotations
 
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -32,6 +34,14 @@ class Configured(shared.GadgetReconciler):
     indexes: ClassVar[Mapping[str, watches.IndexFunction]] = {"config": config_of}
     watches = (okt.watch("configmaps", map=lambda cm, ctx: ctx.index("config", okt.ref_of(cm))),)
     lock: ClassVar[threading.Lock] = threading.Lock()
+
+
+def fetch(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
 
 
 def config_map(namespace: str, name: str, **data: str) -> dict[str, Any]:
@@ -374,5 +384,47 @@ def test_the_changes_of_one_object_waiting_for_a_slow_mapping_wait_as_one_and_re
         )
     finally:
         LabelMapped.release.set()
+        manager.stop()
+        manager.join(15)
+
+
+def test_healthz_fails_while_a_mapping_never_returns_and_names_the_watched_object(
+    kube: kube_client.Client, namespace: str, make_gadget: Callable[..., dict[str, Any]]
+) -> None:
+    """A watch's mapping that never returns (a call without a timeout, a deadlock) held the controller's one mapping
+    thread: no change of a watched object reached a primary any more, and, during the start, the workers waiting for
+    the first lists' mappings never started — while ``/healthz`` and ``/readyz`` both answered ``200 ok``."""
+    release = threading.Event()
+
+    def hangs(cm: Mapping[str, Any], ctx: Any) -> list[tuple[str | None, str]]:
+        release.wait(60)
+        return [(namespace, "g")]
+
+    class Hanging(shared.GadgetReconciler):
+        watches = (okt.watch("configmaps", map=hangs),)
+
+    kube.create(config_map(namespace, "shared"), kinds.CONFIG_MAP)
+    make_gadget("g")
+    reconcile = shared.FakeReconcile()
+    manager = manager_mod.Manager(
+        kube, [Hanging], reconcile=reconcile, namespaces=[namespace], metrics_bind="127.0.0.1:0", stuck_after=1.0
+    )
+    try:
+        manager.start()
+        assert manager.probes is not None
+        url = manager.probes.url
+        wait_for(lambda: fetch(url + "/healthz")[0] == 503, timeout=15)
+        status, body = fetch(url + "/healthz")
+        assert status == 503
+        assert body.startswith("not ready: the controller gadget has been mapping one event for ")
+        assert body.endswith(f" s): ConfigMap {namespace}/shared")
+        assert fetch(url + "/readyz")[0] == 503
+        assert reconcile.count("g") == 0
+
+        release.set()
+        wait_for(lambda: fetch(url + "/healthz") == (200, "ok"), timeout=10)
+        wait_for(lambda: reconcile.count("g") >= 1, timeout=10)
+    finally:
+        release.set()
         manager.stop()
         manager.join(15)

@@ -13,6 +13,9 @@ Guarantees:
   one holds a thread of the server until then, and the probes are answered meanwhile on threads of their own; a
   client that leaves before its answer is logged at debug level, and a request the server fails is logged as an
   error, never printed to standard error;
+* a request head (request line and headers) is read up to :data:`MAX_HEAD_BYTES`: past them it is answered ``431``
+  in one line and the connection closed, the rest never read; a request the server cannot serve (a malformed request
+  line, a method other than ``GET``) is answered its ``4xx``/``5xx`` in one plain line, never a page of HTML;
 * at most :data:`MAX_CONNECTIONS` connections are held at once: one more is closed as soon as it is accepted, without
   a thread or an answer, warned of (once a minute, at debug level in between); the probes are answered again as soon
   as one of those held ends;
@@ -69,6 +72,12 @@ DISABLED = "0"
 #: before it closes the connection (the kubelet's probes give up after 1 s by default; controller-runtime's server
 #: waits 32 s for headers).
 READ_TIMEOUT = 10.0
+
+MAX_HEAD_BYTES = 32 * 1024
+"""Bytes a request's head (its request line and headers) may take: past them, the server answers ``431`` in one line
+and closes the connection, reading no more. http.server's own bounds (100 lines of 64 KiB) let a client that reaches
+the port — the probes need no token — have 6.4 MiB read and held per connection, :data:`MAX_CONNECTIONS` times at
+once; a probe's or a scrape's head is under 1 KiB, a bearer token's a few (Go's servers allow 1 MiB)."""
 
 MAX_CONNECTIONS = 64
 """Connections the probe server holds at most: each holds a thread (and its stack) until its request is answered, up to
@@ -168,8 +177,13 @@ _TLS_HANDSHAKE = b"\x16"
 """The first byte a TLS client sends (a handshake record); a plain HTTP request starts with its method's letter."""
 
 
+class _HeadTooLarge(Exception):
+    """The request's head reached :data:`MAX_HEAD_BYTES` before its end: answered ``431``, the rest never read."""
+
+
 class _HeadReader(io.RawIOBase):
-    """The connection's bytes, each read given what is left of the request's one deadline (:attr:`_Handler.deadline`).
+    """The connection's bytes, each read given what is left of the request's one deadline (:attr:`_Handler.deadline`)
+    and of its head's bytes (:data:`MAX_HEAD_BYTES`: one read never takes more).
 
     A socket's timeout bounds each read alone: a client sending one byte of its head within every timeout held its
     thread of the server for as long as it went on. Past the deadline a read raises :class:`TimeoutError`, which ends
@@ -187,15 +201,28 @@ class _HeadReader(io.RawIOBase):
         left = self._handler.deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError(f"the request head was not read within {self._handler.server.read_timeout:g} s")
+        room = self._handler.server.max_head_bytes - self._handler.head_bytes
+        if room <= 0:
+            raise _HeadTooLarge
         self._handler.connection.settimeout(left)
-        return int(self._handler.connection.recv_into(buffer))
+        with memoryview(buffer) as view:
+            read = int(self._handler.connection.recv_into(view[:room]))
+        self._handler.head_bytes += read
+        return read
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
     deadline: float
+    head_bytes = 0
+    """Bytes of the connection read so far (one request per connection: HTTP/1.0, closed after its answer)."""
 
     secured = False
+    # http.server answers what it cannot serve with a page of HTML, and a malformed request line as HTTP/0.9 would be
+    # answered: the page alone, without a status line. One plain line with a status line instead.
+    default_request_version = "HTTP/1.0"
+    error_content_type = "text/plain; charset=utf-8"
+    error_message_format = "%(message)s\n"
 
     def setup(self) -> None:
         # Without a timeout, a connection that never sends held its thread for ever, and they piled up, one thread
@@ -235,7 +262,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def handle_one_request(self) -> None:
         self.deadline = time.monotonic() + self.server.read_timeout
-        super().handle_one_request()
+        try:
+            super().handle_one_request()
+        except _HeadTooLarge:
+            self.close_connection = True
+            if not hasattr(self, "command"):  # still in the request line: what http.server's own 414 sets
+                self.requestline, self.request_version, self.command = "", "", ""
+            limit = self.server.max_head_bytes
+            self.send_error(431, f"the request head is over {limit} bytes: send fewer or shorter headers")
 
     def do_GET(self) -> None:
         self.connection.settimeout(self.server.read_timeout)  # the head is read: the answer's writes from here
@@ -325,6 +359,7 @@ class _Server(http.server.ThreadingHTTPServer):
     ready: Callable[[], tuple[bool, str]]
     probes: Callable[[], dict[str, dict[str, Any]]] | None = None
     read_timeout: float
+    max_head_bytes: int = MAX_HEAD_BYTES
     max_connections: int
     connections: threading.BoundedSemaphore
     refusals_warned: float | None = None

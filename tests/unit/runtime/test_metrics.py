@@ -493,3 +493,49 @@ def test_healthz_asked_for_json_adds_the_operators_probes_which_never_change_its
     assert answer[:2] == (status, "application/json")
     assert json.loads(answer[2]) == {"status": said, "probes": {"depth": 3}, "failed": {"database": "ConnectionError"}}
     assert "hunter2" not in answer[2]
+
+
+def _answer(port: int, head: bytes) -> bytes:
+    """What the server answers a connection that sends ``head``, read until it closes the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+        client.sendall(head)
+        answer = b""
+        while chunk := client.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_a_request_head_past_its_cap_is_answered_431_in_one_line_and_never_read_whole(serve: Any) -> None:
+    """http.server bounds a head at 100 lines of 64 KiB each: 6.4 MiB held per connection, read in full from any client
+    that reaches the port (the probes need no token), and 64 of them at once grew the process by about 400 MiB — an
+    operator's memory limit, and the pod killed for it. A probe's or a scrape's head is well under 1 KiB; a bearer
+    token a few."""
+    server = serve()
+    big = b"".join(b"X-Filler-%d: %s\r\n" % (i, b"a" * 8000) for i in range(8))  # 64 KB in 8 lines
+    answer = _answer(server.port, b"GET /healthz HTTP/1.1\r\nHost: probes\r\n" + big + b"\r\n")
+    status, _, body = answer.partition(b"\r\n\r\n")
+    assert status.startswith(b"HTTP/1.0 431 ")
+    assert body.decode().splitlines() == [
+        f"the request head is over {probe_server.MAX_HEAD_BYTES} bytes: send fewer or shorter headers"
+    ]
+    # Under the cap, a head the size of a long bearer token's is served as before.
+    fits = b"Authorization: Bearer " + b"t" * 8000 + b"\r\n"
+    assert _answer(server.port, b"GET /healthz HTTP/1.1\r\nHost: probes\r\n" + fits + b"\r\n").endswith(b"\r\n\r\nok")
+
+
+@pytest.mark.parametrize(
+    ("head", "status"),
+    [
+        (b"NONSENSE\r\n\r\n", b"400"),
+        (b"GET /healthz HTTP/9\r\n\r\n", b"400"),
+        (b"POST /healthz HTTP/1.1\r\nContent-Length: 0\r\n\r\n", b"501"),
+    ],
+)
+def test_a_malformed_request_is_answered_in_one_plain_line(serve: Any, head: bytes, status: bytes) -> None:
+    """http.server answers a request it cannot serve with a page of HTML: no line a client or a log can read."""
+    answer = _answer(serve().port, head)
+    headers, _, body = answer.partition(b"\r\n\r\n")
+    assert headers.split(b" ", 2)[1] == status
+    assert b"Content-Type: text/plain; charset=utf-8" in headers.split(b"\r\n")
+    assert len(body.decode().strip().splitlines()) == 1, body
+    assert b"<" not in body

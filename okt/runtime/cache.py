@@ -354,6 +354,24 @@ class Cache:
                 blocked.append((kind, refused))
         return blocked
 
+    def refused(self) -> list[tuple[kinds.Kind, errors.ApiError]]:
+        """The watched kinds synced once whose list or watch the API server refuses okt since (``403``: the
+        operator's role lost the rule), each with the error :meth:`refusal` words for it (the rule to grant), in the
+        order they were started: their reads fail, saying so, until it is granted again. A kind not synced yet is
+        :meth:`blocked`'s, one not served :meth:`unserved`'s."""
+        with self._lock:
+            watched = [(self._kinds[key], scoped) for key, scoped in self._informers.items()]
+        refused = []
+        for kind, scoped in watched:
+            informers = scoped.values()
+            if not all(i.has_synced.is_set() and i.served for i in informers):
+                continue
+            if any(i.refusal is not None for i in informers):
+                refusal = self.refusal(kind, None)
+                if refusal is not None:
+                    refused.append((kind, refusal))
+        return refused
+
     def settled(self) -> bool:
         """Whether every informer started so far has synced, or is refused or not served by the API server: no first
         list is still under way, so a read of a watched kind is either served from a full store or fails."""

@@ -50,8 +50,9 @@ Guarantees:
   ``/readyz`` is ``200`` while ``/healthz`` is, once the start-up hooks returned (``503`` naming the hook while one's
   retry waits) and every cache is synced and — with leader election — this replica
   leads or is a healthy standby; a watched kind the API server stops serving afterwards (its CRD deleted, or its
-  version no longer served: the informer lists it again with backoff) leaves it ``200``, its body naming the kind
-  until it is back (``okt_kind_served`` is 0 for it meanwhile): the pod still serves every other kind, and its
+  version no longer served: the informer lists it again with backoff), or starts refusing okt (``403``: the role
+  lost the rule), leaves it ``200``, its body naming the kind (the refused one with the rule to grant) until it is
+  back (``okt_kind_served`` is 0 for an unserved one meanwhile): the pod still serves every other kind, and its
   webhooks; a manager serving a **conversion** webhook is ready as soon as it is healthy (its body noting
   :data:`CACHES_SYNCING` until the caches sync): listing a kind stored in another version waits for that webhook,
   which its Service calls on ready pods only;
@@ -386,7 +387,8 @@ class Manager:
         healthy, its caches synced or not, and its lease reached or not.
 
         Returns ``(ready, reason)``; ready with a reason other than ``"ok"`` names the watched kinds the API server
-        stopped serving after the caches synced, or, with a conversion webhook, what the pod still waits for
+        stopped serving, or refusing okt (``403``, with the rule to grant), after the caches synced, or, with a
+        conversion webhook, what the pod still waits for
         (:data:`CACHES_SYNCING`, the lease); caches the API server keeps from syncing, refusing a kind's list or watch
         or not serving the kind, are named with the rule to grant (:meth:`okt.runtime.cache.Cache.refusal`). Readiness
         says whether this pod can serve: a kind gone from the API (its CRD deleted, its version no longer served) leaves
@@ -418,10 +420,11 @@ class Manager:
         if self.elector is not None and not (self.elector.is_leader or self.elector.healthy):
             return converting, "leader election cannot reach the lease"
         unserved = self.cache.unserved()
+        notes = [str(refusal) for _, refusal in self.cache.refused()]
         if unserved:
             named = ", ".join(f"{kind.kind} in {kind.api_version}" for kind in unserved)
-            return True, f"the API server does not serve {named} any more"
-        return True, "ok"
+            notes.insert(0, f"the API server does not serve {named} any more")
+        return True, "; ".join(notes) if notes else "ok"
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 

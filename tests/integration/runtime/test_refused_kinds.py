@@ -11,6 +11,8 @@ import pathlib
 import re
 import secrets
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -18,6 +20,7 @@ import pytest
 import structlog
 
 import okt
+from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import core
@@ -25,7 +28,7 @@ from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.runtime import manager as manager_mod
-from okt.testing import condition, envtest, wait_for
+from okt.testing import condition, envtest, faults, wait_for
 from tests.integration.runtime import conftest as runtime
 
 pytestmark = pytest.mark.integration
@@ -85,10 +88,8 @@ def set_rules(kube: kube_client.Client, namespace: str, rules: list[dict[str, An
 
 
 @pytest.fixture
-def operator(
-    kube: kube_client.Client, control_plane: envtest.ControlPlane, namespace: str
-) -> Iterator[kube_client.Client]:
-    """A client holding only a token of a ServiceAccount that may do what the reconcilers need."""
+def operator_kubeconfig(kube: kube_client.Client, control_plane: envtest.ControlPlane, namespace: str) -> pathlib.Path:
+    """A kubeconfig holding only a token of a ServiceAccount that may do what the reconcilers need."""
     account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": ACCOUNT, "namespace": namespace}}
     kube.create(account, ACCOUNT_KIND)
     role = {
@@ -115,9 +116,13 @@ def operator(
         body=review,
     ).json()
     user = envtest.TokenUser(name=f"system:serviceaccount:{namespace}:{ACCOUNT}", token=answer["status"]["token"])
-    client = kube_client.Client.from_kubeconfig(
-        control_plane.kubeconfig_for(user, control_plane.directory / f"kubeconfig-{secrets.token_hex(4)}")
-    )
+    return control_plane.kubeconfig_for(user, control_plane.directory / f"kubeconfig-{secrets.token_hex(4)}")
+
+
+@pytest.fixture
+def operator(operator_kubeconfig: pathlib.Path) -> Iterator[kube_client.Client]:
+    """A client holding only a token of a ServiceAccount that may do what the reconcilers need."""
+    client = kube_client.Client.from_kubeconfig(operator_kubeconfig)
     yield client
     client.close()
 
@@ -539,3 +544,70 @@ def test_a_refusal_in_one_watched_namespace_stops_the_daemons_there_and_those_of
         ("the API server refuses okt the list or watch of the kind: its daemons are asked to stop", namespace, 1),
         ("the API server lets okt list and watch the kind again: its daemons start again", namespace, 1),
     ], said
+
+
+def fetch(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def refuses_listing(client: kube_client.Client, namespace: str) -> bool:
+    """Whether the API server refuses ``client`` the list of ConfigMaps (RBAC's own cache of the roles has seen the
+    rule go)."""
+    try:
+        client.request("GET", f"/api/v1/namespaces/{namespace}/configmaps", verb="list", resource="configmaps")
+    except errors.Forbidden:
+        return True
+    return False
+
+
+def test_a_kind_refused_after_the_sync_is_named_by_readiness_as_an_unserved_one_is(
+    kube: kube_client.Client,
+    control_plane: envtest.ControlPlane,
+    operator_kubeconfig: pathlib.Path,
+    namespace: str,
+    make_gadget: Any,
+    fake_reconcile: Any,
+    tmp_path: pathlib.Path,
+) -> None:
+    """A kind the API server stops serving is named in ``/readyz``'s body (still 200: the pod serves every other
+    kind); one whose list and watch it starts refusing is treated alike — its reads fail, its daemons stop — but
+    ``/readyz`` answered a bare ``ok``: nothing an operator looking at the pod could see."""
+    make_gadget("g", size=1)
+    with faults.FaultProxy(control_plane.url, str(control_plane.ca_file), rate=0) as proxy:
+        client = kube_client.Client.from_kubeconfig(proxy.kubeconfig(operator_kubeconfig, tmp_path / "kubeconfig"))
+        manager = manager_mod.Manager(
+            client,
+            [ConfiguredGadgets],
+            reconcile=fake_reconcile(),
+            namespaces=[namespace],
+            metrics_bind="127.0.0.1:0",
+            grace_period=5,
+        )
+        try:
+            manager.start()
+            assert manager.probes is not None
+            url = manager.probes.url + "/readyz"
+            wait_for(lambda: fetch(url) == (200, "ok"), timeout=30)
+
+            set_rules(kube, namespace, [*GADGET_RULES, CONFIG_MAP_WRITES])
+            wait_for(lambda: refuses_listing(client, namespace), timeout=10, message="the rule taken away")
+            with proxy.restarting(not_served=()):  # the watches cut: the next one is refused
+                pass
+            wait_for(lambda: fetch(url)[1] != "ok", timeout=30, message="readiness naming the refused kind")
+            status, body = fetch(url)
+            assert status == 200  # Gadgets are still reconciled, and their reads of ConfigMaps fail saying so
+            assert body.startswith(
+                f"ok (403 Forbidden: okt may no longer list and watch ConfigMap (v1) in namespace {namespace}, so "
+                "what it holds of them may be stale: grant list and watch on configmaps"
+            ), body
+
+            set_rules(kube, namespace, [*GADGET_RULES, CONFIG_MAP_RULE])
+            wait_for(lambda: fetch(url) == (200, "ok"), timeout=60, message="readiness once the rule is back")
+        finally:
+            manager.stop()
+            manager.join(15)
+            client.close()

@@ -16,9 +16,10 @@ Guarantees:
 * a request head (request line and headers) is read up to :data:`MAX_HEAD_BYTES`: past them it is answered ``431``
   in one line and the connection closed, the rest never read; a request the server cannot serve (a malformed request
   line, a method other than ``GET``) is answered its ``4xx``/``5xx`` in one plain line, never a page of HTML;
-* at most :data:`MAX_CONNECTIONS` connections are held at once: one more is closed as soon as it is accepted, without
-  a thread or an answer, warned of (once a minute, at debug level in between); the probes are answered again as soon
-  as one of those held ends;
+* at most :data:`MAX_CONNECTIONS` connections are held at once, and :data:`MAX_CONNECTIONS_PER_ADDRESS` from one
+  client address: one more is closed as soon as it is accepted, without a thread or an answer, warned of (once a
+  minute, at debug level in between); the probes are answered again as soon as one of those held ends, and one
+  client holding its most leaves them answered to the others (the kubelet's, from the node's address);
 * ``/metrics`` answers ``500`` with one line naming the error when a collector raised (an operator's own, in the
   default registry), logged as a warning (at debug level while the same error repeats), never a connection closed
   without an answer; the probes are unaffected;
@@ -44,6 +45,7 @@ keep their meaning.
 
 from __future__ import annotations
 
+import collections
 import functools
 import http.server
 import io
@@ -84,6 +86,12 @@ MAX_CONNECTIONS = 64
 :data:`READ_TIMEOUT` for a slow or silent client, so a few hundred such clients held as many threads and their memory.
 One beyond the cap is closed as soon as it is accepted, and the probes are answered again once one of the others ends;
 Prometheus and the kubelet open one or two at a time."""
+
+MAX_CONNECTIONS_PER_ADDRESS = 8
+"""Connections the probe server holds at most from one client address: one client opening connections and sending
+nothing, again as each is cut off, held every slot of :data:`MAX_CONNECTIONS`, and the kubelet's probes, from the
+node's address, were closed unanswered until the pod restarted for it. The kubelet, Prometheus and an engineer's
+``curl`` each open one or two at a time."""
 
 _REFUSALS_WARNED_EVERY = 60.0
 """Seconds between two warnings about connections refused past :data:`MAX_CONNECTIONS` (debug lines in between)."""
@@ -362,6 +370,9 @@ class _Server(http.server.ThreadingHTTPServer):
     max_head_bytes: int = MAX_HEAD_BYTES
     max_connections: int
     connections: threading.BoundedSemaphore
+    max_per_address: int
+    by_address: collections.Counter[str]
+    by_address_lock: threading.Lock
     refusals_warned: float | None = None
     tls: Callable[[], ssl.SSLContext] | None = None
     reviewer: metrics_auth.Reviewer | None = None
@@ -370,29 +381,50 @@ class _Server(http.server.ThreadingHTTPServer):
     def verify_request(self, request: Any, client_address: Any) -> bool:
         # Called on the serving thread for each accepted connection, before a thread is started for it: one past the
         # cap is closed there (socketserver's shutdown_request), and takes no thread.
-        if self.connections.acquire(blocking=False):
-            return True
+        address = str(client_address[0])
+        with self.by_address_lock:
+            full = self.by_address[address] >= self.max_per_address
+            if not full and self.connections.acquire(blocking=False):
+                self.by_address[address] += 1
+                return True
         now = time.monotonic()
         if self.refusals_warned is None or now - self.refusals_warned >= _REFUSALS_WARNED_EVERY:
             self.refusals_warned = now
             log = _log.warning
         else:
             log = _log.debug
-        log("the metrics and probe server holds its most connections, a new one is closed", most=self.max_connections)
+        if full:
+            log(
+                "the metrics and probe server holds its most connections from one address, a new one is closed",
+                address=address,
+                most=self.max_per_address,
+            )
+        else:
+            said = "the metrics and probe server holds its most connections, a new one is closed"
+            log(said, most=self.max_connections)
         return False
+
+    def _release(self, client_address: Any) -> None:
+        """Free the slot a connection took (see :meth:`verify_request`)."""
+        address = str(client_address[0])
+        with self.by_address_lock:
+            self.by_address[address] -= 1
+            if not self.by_address[address]:
+                del self.by_address[address]
+            self.connections.release()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request(request, client_address)
         except BaseException:  # no thread started: the slot it took is free again
-            self.connections.release()
+            self._release(client_address)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self.connections.release()
+            self._release(client_address)
 
     def collector_failed(self, exc: Exception) -> str:
         """The one line ``/metrics`` answers when a collector raised (an operator's own, in the default registry:
@@ -431,6 +463,8 @@ class ProbeServer:
         read_timeout: seconds a connection has to send its whole request head (one deadline, however it is trickled),
             and to take each write of the answer, before it is closed.
         max_connections: connections held at once at most; one more is closed as soon as it is accepted.
+        max_connections_per_address: connections held at once at most from one client address; one more is closed
+            as soon as it is accepted.
         tls: serve connections that open with a TLS handshake over TLS with this context, or with the one this
             callable gives for each of them (a certificate read again: see :func:`protection`); the others stay plain
             HTTP.
@@ -451,6 +485,7 @@ class ProbeServer:
         *,
         read_timeout: float = READ_TIMEOUT,
         max_connections: int = MAX_CONNECTIONS,
+        max_connections_per_address: int = MAX_CONNECTIONS_PER_ADDRESS,
         tls: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
         reviewer: metrics_auth.Reviewer | None = None,
         probes: Callable[[], dict[str, dict[str, Any]]] | None = None,
@@ -471,6 +506,8 @@ class ProbeServer:
         self._server.read_timeout = read_timeout
         self._server.max_connections = max_connections
         self._server.connections = threading.BoundedSemaphore(max_connections)
+        self._server.max_per_address = max_connections_per_address
+        self._server.by_address, self._server.by_address_lock = collections.Counter(), threading.Lock()
         if isinstance(tls, ssl.SSLContext):
             context = tls
             self._server.tls = lambda: context

@@ -419,10 +419,11 @@ def test_connections_past_the_cap_are_closed_at_once_and_probes_are_answered_onc
     )
     server.start()
     idle: list[socket.socket] = []
+    per_address = probe_server.MAX_CONNECTIONS_PER_ADDRESS
     try:
         with structlog.testing.capture_logs() as logged:
-            for _ in range(probe_server.MAX_CONNECTIONS):
-                idle.append(socket.create_connection(("127.0.0.1", server.port), timeout=10))
+            for i in range(probe_server.MAX_CONNECTIONS):  # from as many addresses as the cap per address needs
+                idle.append(connect_from(f"127.0.0.{2 + i // per_address}", server.port))
             with socket.create_connection(("127.0.0.1", server.port), timeout=10) as beyond:
                 beyond.sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
                 try:
@@ -441,6 +442,40 @@ def test_connections_past_the_cap_are_closed_at_once_and_probes_are_answered_onc
     assert refused
     refusals = [entry["log_level"] for entry in logged if entry["event"].startswith("the metrics and probe server")]
     assert refusals[0] == "warning"
+
+
+def connect_from(source: str, port: int) -> socket.socket:
+    """A connection to the server on 127.0.0.1 from ``source``, another address of the loopback network (all of
+    127.0.0.0/8 is this host's)."""
+    return socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
+
+
+def test_one_address_holding_its_most_connections_leaves_the_probes_answered_to_the_others() -> None:
+    """One client that reaches the port (the probes need no token) opening connections and sending nothing held every
+    slot of the cap, each for the whole read timeout, again and again: every kubelet probe meanwhile was closed
+    unanswered, and the pod restarted for it."""
+    server = probe_server.ProbeServer(
+        ("127.0.0.1", 0), metrics_mod.Metrics(), lambda: (True, "ok"), lambda: (True, "ok"), read_timeout=60
+    )
+    server.start()
+    flood: list[socket.socket] = []
+    try:
+        with structlog.testing.capture_logs() as logged:
+            for _ in range(probe_server.MAX_CONNECTIONS):
+                flood.append(connect_from("127.0.0.2", server.port))
+            answered = probe(server.url + "/healthz")
+            held = flood[: probe_server.MAX_CONNECTIONS_PER_ADDRESS]
+            for connection in held:  # those held from that address are still served
+                connection.sendall(b"GET /readyz HTTP/1.0\r\n\r\n")
+                assert connection.recv(1024).startswith(b"HTTP/1.0 200")
+    finally:
+        for connection in flood:
+            connection.close()
+        server.stop()
+    assert answered == (200, "ok")
+    refusals = [entry for entry in logged if entry["event"].startswith("the metrics and probe server")]
+    assert refusals[0]["log_level"] == "warning"
+    assert refusals[0]["address"] == "127.0.0.2"
 
 
 def probe(url: str) -> tuple[int, str] | None:

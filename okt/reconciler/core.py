@@ -399,17 +399,24 @@ class _Steps:
         reads it), so that a hook's code after ``super().enter_in_state(state, ctx)`` reports in that one write.
 
         A success whose hook then raised or recorded an error is not written: the ErrorManager follows, and reports.
-        An error is reported whatever its hook did after the built-in work."""
+        Nor is one its hook or a timer gave up after, quietly (raised, returned or recorded alike): a quiet give-up
+        writes nothing (:func:`okt.reconciler.report.withdraw`). An error is reported whatever its hook did after the
+        built-in work."""
         ctx = self.ctx
+        before = report.BeforeSuccess.of(ctx) if state is State.SuccessManager else None
         try:
             work()
-        except BaseException:
+        except BaseException as exc:
             if state is not State.ErrorManager:
                 ctx.status_due.clear()
+            if before is not None and isinstance(exc, errors.GiveUp) and not exc.alarming:
+                report.withdraw(ctx, before)
             self._run_due()
             raise
-        if state is State.SuccessManager and ctx.results.has_error:
+        if before is not None and ctx.results.has_error:
             ctx.status_due.clear()
+        elif before is not None and ctx.results.gave_up is not None:
+            report.withdraw(ctx, before)
         self._run_due()
 
     def _run_due(self) -> None:

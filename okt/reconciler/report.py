@@ -189,6 +189,48 @@ def on_success(reconciler: reconciler_mod.Reconciler, ctx: context_mod.Context) 
     ctx.status_due.append(write)
 
 
+#: The conditions a success sets (:func:`success_conditions`): those a give-up after it puts back (:func:`withdraw`).
+SUCCESS_TYPES = (*cond.STANDARD_TYPES, *cond.KSTATUS_TYPES)
+
+
+@dataclasses.dataclass(frozen=True)
+class BeforeSuccess:
+    """What the SuccessManager's work changes of the report, as it was before it: what :func:`withdraw` puts back."""
+
+    conditions: Mapping[str, cond.Condition | None]
+    error_count: int
+    reported_error: str | None
+
+    @classmethod
+    def of(cls, ctx: context_mod.Context) -> BeforeSuccess:
+        conditions = ctx.conditions
+        return cls(
+            {type_: conditions.get(type_) for type_ in SUCCESS_TYPES},
+            ctx.bookkeeping.error_count,
+            ctx.bookkeeping.reported_error,
+        )
+
+
+def withdraw(ctx: context_mod.Context, before: BeforeSuccess) -> None:
+    """Take the SuccessManager's report back: its hook, or a timer, gave the reconcile up (quietly) after the built-in
+    work had set Ready. A give-up writes nothing, wherever it comes from (``raise okt.GiveUp`` from the hook did not
+    write, ``return okt.give_up(...)`` and a timer's give-up wrote Ready=True): its status write is dropped, and the
+    conditions and the bookkeeping the success set are put back, so that the write a quiet give-up still makes (a
+    lifecycle move made before it, the daemons' findings: :mod:`okt.reconciler.core`) says nothing of a success
+    either — the object keeps saying what it said, Ready=False of an earlier error included, until it changes."""
+    ctx.status_due.clear()
+    conditions = ctx.conditions
+    for type_, was in before.conditions.items():
+        if conditions.get(type_) == was:
+            continue
+        if was is None:
+            conditions.remove(type_)
+        else:
+            conditions.set(type_, was.status, was.reason, was.message, was.observed_generation)
+    ctx.bookkeeping.error_count = before.error_count
+    ctx.bookkeeping.reported_error = before.reported_error
+
+
 def related_objects(ctx: context_mod.Context) -> list[dict[str, str]]:
     """``status.relatedObjects`` (OpenShift's shape: group, resource, namespace, name) from the registered children,
     in registration order: what ``oc adm inspect``/must-gather style tools and people look at next."""

@@ -15,8 +15,8 @@ and when it runs next, a Warning Event, counted (``okt_timer_errors_total``), an
 reconcile: Ready says what the reconcile did): it runs again after its interval — or after the delay of an
 ``okt.TemporaryError(delay=...)`` — then, while it keeps failing, after twice that, four times that..., up to
 :data:`FAILURE_BACKOFF_CAP` (or that first delay, when longer), and after its interval again once a call succeeds
-(:func:`retry_delay`). ``okt.GiveUp`` gives the reconcile up as from any hook; the object is requeued for the earliest
-timer due. What a timer
+(:func:`retry_delay`). ``okt.GiveUp`` gives the reconcile up as from any hook: quietly, nothing written, not even the
+Ready=True of the success it ran in (:func:`okt.reconciler.report.withdraw`). What a timer
 returns is acted on as for any hook, never dropped: ``None`` (or ``Outcome.done()``) carries on;
 ``okt.requeue_after(s)`` runs it again after ``s`` instead of its interval; ``okt.give_up(reason)`` gives the reconcile
 up (no requeue, so no next run, until the object changes); ``Outcome.retry(error)`` is the timer failing with ``error``,

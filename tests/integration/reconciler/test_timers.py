@@ -17,7 +17,7 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.runtime import manager as manager_mod
-from okt.testing import envtest, wait_for
+from okt.testing import condition, envtest, wait_for
 from tests.integration.reconciler import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -448,3 +448,73 @@ def test_two_hundred_objects_share_the_workers_each_called_once_per_interval(
     assert all(name.startswith("okt-widget-worker-") for name in Many.threads), Many.threads
     assert len(Many.threads) <= 4, Many.threads  # the Manager's default workers
     assert threads < 20, threads
+
+
+class GivingUp(shared.WidgetReconciler):
+    """Gives the reconcile up quietly in SuccessManager, after its built-in work set Ready: from a timer or from the
+    state's hook, raised or returned; ``failing`` makes the Updater fail first (Ready=False, one failure counted)."""
+
+    owns = (shared.WidgetConfig,)
+
+    def __init__(self, where: str, failing: bool = False) -> None:
+        self.where = where
+        self.failing = failing
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [shared.WidgetConfig(ctx.cr)]
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        if state is okt.State.Updater and self.failing:
+            raise okt.TemporaryError("the backup target is unreachable")
+        super().enter_in_state(state, ctx)
+        if state is okt.State.SuccessManager and self.where == "hook raises":
+            raise okt.GiveUp("the backup target is gone")
+        if state is okt.State.SuccessManager and self.where == "hook returns":
+            return okt.give_up("the backup target is gone")
+        return None
+
+    @okt.every(hours=1)
+    def backup(self, ctx: okt.Context) -> okt.Outcome | None:
+        if self.where == "timer raises":
+            raise okt.GiveUp("the backup target is gone")
+        if self.where == "timer returns":
+            return okt.give_up("the backup target is gone")
+        return None
+
+
+@pytest.mark.parametrize("where", ["timer raises", "timer returns", "hook raises", "hook returns"])
+def test_a_quiet_give_up_in_success_manager_writes_nothing_from_a_timer_as_from_its_hook(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, where: str
+) -> None:
+    """A quiet give-up writes nothing, wherever it comes from: a timer's (or the hook's ``return okt.give_up``) wrote
+    Ready=True in its reconcile, the success's report, where the hook's ``raise okt.GiveUp`` wrote nothing. A Widget
+    whose last reconcile failed keeps its Ready=False and its failure count: no write of the Widget at all."""
+    shared.make_widget(kube, widget_kind, namespace, "g", size=1)
+    failed = shared.reconcile_widget(GivingUp(where, failing=True), kube, widget_kind, namespace, "g")
+    assert failed.outcome.kind is okt.OutcomeKind.RETRY
+    before = kube.stats.snapshot()
+    stored_before = shared.get_widget(kube, widget_kind, namespace, "g")
+
+    run = shared.reconcile_widget(GivingUp(where), kube, widget_kind, namespace, "g")
+
+    assert run.outcome == okt.Outcome.give_up("the backup target is gone")
+    assert run.path_str == ">CRChecker>ObjectsGetter>Mutator>Updater>SuccessManager>GiveupManager>End"
+    assert {key for key in shared.write_requests(kube, before) if key[1].startswith("widgets")} == set()
+    stored = shared.get_widget(kube, widget_kind, namespace, "g")
+    assert stored["status"] == stored_before["status"]
+    assert condition(stored, "Ready")["status"] == "False"
+
+
+def test_a_quiet_give_up_in_a_first_success_manager_writes_no_status(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """The first reconcile of a Widget whose timer gives up writes its children, and nothing of a success it did
+    not end with: no Ready=True, no status write at all."""
+    shared.make_widget(kube, widget_kind, namespace, "f", size=1)
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(GivingUp("timer returns"), kube, widget_kind, namespace, "f")
+
+    assert run.outcome == okt.Outcome.give_up("the backup target is gone")
+    assert shared.write_requests(kube, before) == {("apply", "configmaps"): 1}
+    assert condition(shared.get_widget(kube, widget_kind, namespace, "f"), "Ready") is None

@@ -20,7 +20,8 @@ The tree::
     │   ├── InvalidChild          "InvalidChild"        a child the API server refuses as invalid (422), for good
     │   │   └── ImmutableField    "ImmutableField"      a child's change the API server refuses: its field is immutable
     │   ├── IllegalTransition     "IllegalTransition"   a lifecycle move along an undeclared edge (okt.lifecycle)
-    │   └── UnknownPhase          "UnknownPhase"        a persisted lifecycle phase that is not declared (okt.lifecycle)
+    │   ├── UnknownPhase          "UnknownPhase"        a persisted lifecycle phase that is not declared (okt.lifecycle)
+    │   └── MutationError         "MutateError"         a child's template does not render, or a mutation renamed it
     ├── GiveUp                    "GiveUp"              stop until the object changes (``alarming`` = also an error)
     ├── ApiError                  "ApiError"            the Kubernetes API answered with a failure, or not at all
     │   ├── BadRequest            400
@@ -39,7 +40,6 @@ The tree::
     ├── WriteRefused              "WriteRefused"        a write refused in the process: an admission hook writes nothing
     │   └── NotLeader             "NotLeader"           a write refused in the process: it no longer holds the lease
     ├── RegistrationError         "RegistrationAborted" a child registered twice, of a kind not owned, or misplaced
-    ├── MutationError             "MutateError"         a child's template does not render, or a mutation renamed it
     └── ConfigurationError        "ConfigurationError"  bad command-line or configuration input, refused at start
 
 Guarantees:
@@ -509,14 +509,15 @@ class RegistrationError(OktError):
     reason: ClassVar[str] = "RegistrationAborted"
 
 
-class MutationError(OktError):
-    """A child's desired state cannot be built: its template does not render (a Jinja2 error, YAML that is not a
-    mapping, a value okt will not place), it has no ``metadata.name``, or a mutation (``mutate_with_cr``) changed its
-    identity (name, namespace, apiVersion or kind), which would orphan the live object. How the reconcile ends
-    follows where it was raised: a template that does not render fails where the child is built (``resources(ctx)``,
-    in the ObjectsGetter), a hook's error retried with backoff; a mutation that changed the identity (the Mutator) is
-    an alarming give-up (``Ready=False``, one Warning Event, no retry until the object changes): the same code would
-    do it again."""
+class MutationError(PermanentError):
+    """A child's desired state cannot be built: its template does not render (a Jinja2 error — an undefined name or
+    attribute, the custom resource's included —, YAML that is not a mapping, a value okt will not place), it has no
+    ``metadata.name``, or a mutation (``mutate_with_cr``) changed its identity (name, namespace, apiVersion or kind),
+    which would orphan the live object. Permanent wherever it is raised: the same template, code and object do it
+    again, and only a change of the object (or a new version of the operator) can mend it. Reported once
+    (``Ready=False``, reason ``MutateError``, ``Stalled=True``, one Warning Event), then nothing is retried or written
+    until the object changes — a template that does not render where the child is built (``resources(ctx)``, in the
+    ObjectsGetter) as a mutation that renamed it (the Mutator, where it is an alarming give-up)."""
 
     reason: ClassVar[str] = "MutateError"
 

@@ -240,6 +240,45 @@ def test_a_mutation_that_renames_a_child_gives_up_alarmingly_without_requeue(
     assert shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-renamed") is None
 
 
+class UnrenderableConfig(shared.WidgetConfig):
+    """A template that reads an attribute the Widget's greeting (a string) does not have: it does not render."""
+
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: "{{ name }}-config"
+data:
+  greeting: "{{ cr.spec.greeting.text }}"
+"""
+
+
+def test_a_template_that_does_not_render_gives_up_as_a_mutation_that_renames_its_child(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    """Both are a fault of the spec or of the operator's code that retrying cannot mend: reported once (Ready=False,
+    reason MutateError, Stalled=True), then no retry and no write while the Widget does not change — a template that
+    does not render was retried with backoff, each retry one more failure counted and written."""
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    reconciler = reconciler_of(UnrenderableConfig)
+
+    run = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP
+    stored = shared.get_widget(kube, widget_kind, namespace, NAME)
+    ready, stalled = condition(stored, "Ready"), condition(stored, "Stalled")
+    assert ready is not None and (ready["status"], ready["reason"]) == ("False", "MutateError")
+    assert "text" in ready["message"]
+    assert stalled is not None and stalled["status"] == "True"
+    assert shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-config") is None
+    before = kube.stats.snapshot()
+
+    again = shared.reconcile_widget(reconciler, kube, widget_kind, namespace, NAME)
+
+    assert again.outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert shared.write_requests(kube, before) == {}  # reported once: the object did not change
+
+
 class UndeclaredService(shared.WidgetReconciler):
     """Registers a Service, but owns only the ConfigMap class: okt would neither watch the Service nor grant it."""
 

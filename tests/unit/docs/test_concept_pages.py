@@ -4,8 +4,8 @@
 alone adds none and is never called); ``docs/concepts/conditions.md``'s ``summary()`` line quotes the reasons a
 successful reconcile writes; ``docs/concepts/resources.md``'s write bound names the repair of a re-keyed item, which
 takes more than one write (``tests/integration/resources/test_server_side_apply.py`` counts them);
-``docs/concepts/results.md``'s table of operations says what a ``MutationError`` of the Mutator and a
-``RegistrationError`` end in, as the errors' docstrings (the reference page) do.
+``docs/concepts/results.md``'s table of operations says what a ``MutationError`` of the Mutator or of a template
+that does not render and a ``RegistrationError`` end in, as the errors' docstrings (the reference page) do.
 """
 
 from __future__ import annotations
@@ -106,6 +106,25 @@ def test_the_results_pages_table_says_a_child_renamed_by_its_mutation_is_an_alar
     assert (okt.Operation.GIVE_UP, "MutationError") in recorded
     assert "alarming give-up" in _row(okt.Operation.MUTATE_ERROR)
     assert "alarming give-up" in (okt.MutationError.__doc__ or "")
+
+
+class UnrenderableSettings(Settings):
+    template = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: '{{ cr.spec.missing }}'\n"
+
+
+class Unrenderable(okt.Reconciler):
+    api_version = BUCKET.api_version
+    kind = BUCKET.kind
+    owns = (UnrenderableSettings,)
+
+
+def test_a_template_that_does_not_render_gives_up_as_a_child_renamed_does_and_the_pages_say_so() -> None:
+    outcome, recorded = _operations(Unrenderable())
+    assert outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert (okt.Operation.HOOK_ERROR, "MutationError") in recorded
+    assert "template that does not render" in _row(okt.Operation.MUTATE_ERROR)
+    assert "permanent error" in _row(okt.Operation.MUTATE_ERROR)
+    assert "Permanent wherever it is raised" in (okt.MutationError.__doc__ or "")
 
 
 def test_the_results_pages_table_says_a_child_of_a_kind_not_owned_aborts_the_registration() -> None:

@@ -21,7 +21,8 @@ The tree::
     │   │   └── ImmutableField    "ImmutableField"      a child's change the API server refuses: its field is immutable
     │   ├── IllegalTransition     "IllegalTransition"   a lifecycle move along an undeclared edge (okt.lifecycle)
     │   ├── UnknownPhase          "UnknownPhase"        a persisted lifecycle phase that is not declared (okt.lifecycle)
-    │   └── MutationError         "MutateError"         a child's template does not render, or a mutation renamed it
+    │   ├── MutationError         "MutateError"         a child's template does not render, or a mutation renamed it
+    │   └── RegistrationError     "RegistrationAborted" a child registered twice, of a kind not owned, or misplaced
     ├── GiveUp                    "GiveUp"              stop until the object changes (``alarming`` = also an error)
     ├── ApiError                  "ApiError"            the Kubernetes API answered with a failure, or not at all
     │   ├── BadRequest            400
@@ -39,7 +40,6 @@ The tree::
     ├── OwnedByAnother            "OwnedByAnother"      a child exists under another controller; okt never adopts it
     ├── WriteRefused              "WriteRefused"        a write refused in the process: an admission hook writes nothing
     │   └── NotLeader             "NotLeader"           a write refused in the process: it no longer holds the lease
-    ├── RegistrationError         "RegistrationAborted" a child registered twice, of a kind not owned, or misplaced
     └── ConfigurationError        "ConfigurationError"  bad command-line or configuration input, refused at start
 
 Guarantees:
@@ -500,11 +500,13 @@ class NotLeader(WriteRefused):
     reason: ClassVar[str] = "NotLeader"
 
 
-class RegistrationError(OktError):
+class RegistrationError(PermanentError):
     """A child of ``resources(ctx)`` cannot be registered (the ObjectsGetter's work): its resource key (apiVersion,
     kind, namespace, name) is registered already in this reconcile, its kind is not in the reconciler's ``owns``, or
     it carries a namespace while the server serves its kind cluster-scoped. The reconcile records it
-    (``Operation.REGISTRATION_ABORTED``), writes no child and is retried with backoff."""
+    (``Operation.REGISTRATION_ABORTED``) and writes no child. Permanent: the operator's code (or the names the object
+    gives its children) does it again at every retry; reported once (``Ready=False``, reason ``RegistrationAborted``,
+    ``Stalled=True``, one Warning Event), then not retried until the object changes."""
 
     reason: ClassVar[str] = "RegistrationAborted"
 

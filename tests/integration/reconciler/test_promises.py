@@ -38,11 +38,19 @@ def test_a_child_registered_twice_is_an_error_in_the_conditions_and_nothing_is_w
 
     run = shared.reconcile_widget(Twice(), kube, widget_kind, namespace, "twice")
 
-    assert run.outcome.kind is okt.OutcomeKind.RETRY
-    ready = condition(shared.get_widget(kube, widget_kind, namespace, "twice"), "Ready")
+    assert run.outcome.kind is okt.OutcomeKind.GIVE_UP  # the same code would do it again: reported once
+    stored = shared.get_widget(kube, widget_kind, namespace, "twice")
+    ready, stalled = condition(stored, "Ready"), condition(stored, "Stalled")
     assert ready is not None and (ready["status"], ready["reason"]) == ("False", "RegistrationAborted")
+    assert stalled is not None and stalled["status"] == "True"
     assert "twice-config" in ready["message"]
     assert shared.get_child(kube, "v1", "ConfigMap", namespace, "twice-config") is None
+    before = kube.stats.snapshot()
+
+    again = shared.reconcile_widget(Twice(), kube, widget_kind, namespace, "twice")
+
+    assert again.outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert shared.write_requests(kube, before) == {}  # no retry storm: nothing written while the object is unchanged
 
 
 class DoodadConfig(okt.MutableResource):

@@ -49,7 +49,7 @@ import urllib.parse
 import weakref
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import pykube
 import pykube.config
@@ -60,6 +60,7 @@ import urllib3.connection
 import urllib3.util.ssltransport
 
 TimeoutSpec = float | tuple[float, float]
+_Context = TypeVar("_Context", bound=ssl.SSLContext)
 
 
 _on_connect: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("okt_on_connect", default=None)
@@ -123,8 +124,9 @@ _POOLS: dict[str, type[urllib3.HTTPConnectionPool]] = {"http": _HTTPPool, "https
 
 class SessionAdapter(pykube.http.KubernetesHTTPAdapter):  # type: ignore[misc]  # pykube is untyped
     """pykube's adapter (its credentials, refreshed as pykube does) whose connections ask :func:`connected` once made,
-    directly and through an HTTP proxy (a SOCKS proxy's connections are urllib3's own: not asked), and whose requests
-    all carry ``impersonation``'s headers (see :func:`okt.kube.kubeconfig.impersonation`)."""
+    directly and through an HTTP proxy (a SOCKS proxy's connections are urllib3's own: not asked), whose connections
+    to an ``https://`` proxy are made with :meth:`TLS.proxy_context` (as kubectl makes them), and whose requests all
+    carry ``impersonation``'s headers (see :func:`okt.kube.kubeconfig.impersonation`)."""
 
     def __init__(
         self, kube_config: pykube.KubeConfig, *, impersonation: Sequence[tuple[str, str]] = (), **kwargs: Any
@@ -137,6 +139,10 @@ class SessionAdapter(pykube.http.KubernetesHTTPAdapter):  # type: ignore[misc]  
         self.poolmanager.pool_classes_by_scheme = _POOLS
 
     def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> urllib3.PoolManager:
+        if proxy not in self.proxy_manager and proxy.lower().startswith("https:"):
+            # urllib3 would check an https proxy for its own host and offer it no client certificate: kubectl checks
+            # it for tls-server-name and offers the kubeconfig's certificate (see TLS.proxy_context)
+            proxy_kwargs.setdefault("proxy_ssl_context", TLS.of(self.kube_config).proxy_context())
         manager: urllib3.PoolManager = super().proxy_manager_for(proxy, **proxy_kwargs)
         if not proxy.lower().startswith("socks"):
             manager.pool_classes_by_scheme = _POOLS
@@ -197,7 +203,8 @@ def open_socket(
 
     ``proxy``: the URL of the proxy through which the connection is tunnelled, as the session's are: ``http://`` and
     ``https://`` with ``CONNECT`` (its user and password, if any, sent as basic auth), an ``https://`` one reached over
-    TLS with ``proxy_context`` under the proxy's own name, the API server's TLS then inside it (:class:`TLSInTLS`);
+    TLS with ``proxy_context`` (which decides the name checked: :meth:`TLS.proxy_context`), the API server's TLS then
+    inside it (:class:`TLSInTLS`);
     ``socks5://`` (``socks5h://``: the proxy resolves ``host``), ``socks4://`` or ``socks4a://`` through PySocks.
 
     Raises:
@@ -290,28 +297,60 @@ class TLS:
         return cls(verify, cert, cluster.get("tls-server-name"))
 
     def proxy_context(self) -> ssl.SSLContext:
-        """An ``ssl`` context for the connection to an ``https://`` proxy: its certificate checked as the API
-        server's is (the same CA file, the system's CAs without one, nothing with ``insecure-skip-tls-verify``), for
-        the proxy's own name, as the session's requests (urllib3) and kubectl check it; no client certificate offered
-        (urllib3 offers none to a proxy: it proves who we are to the API server, inside the tunnel)."""
-        return dataclasses.replace(self, cert=None).context()
+        """An ``ssl`` context for the connection to an ``https://`` proxy, as kubectl makes it (Go's ``net/http``
+        dials an https proxy with the transport's own TLS settings): its certificate checked against the same CAs as
+        the API server's (the CA file, the system's CAs without one, nothing with ``insecure-skip-tls-verify``), for
+        ``tls-server-name`` when the kubeconfig sets one — the name asked of the proxy too, whatever host a caller
+        wraps a socket for — else for the proxy's own host; the client certificate offered if the proxy asks for one.
+
+        Why here and nowhere else: every connection to a proxy (the session's, through urllib3; a websocket's and the
+        direct path's, through :func:`open_socket`) is wrapped with this context, so none can check another name.
+        """
+        context = self._made(_ProxyContext)
+        context.name = self.server_name
+        return context
 
     def context(self) -> ssl.SSLContext:
         """An ``ssl`` context with these settings (for connections ``requests`` does not make: the direct path,
         websockets)."""
+        return self._made(ssl.SSLContext)
+
+    def _made(self, kind: type[_Context]) -> _Context:
+        """A client context of ``kind`` checking certificates and proving who we are as these settings say."""
+        context = kind(ssl.PROTOCOL_TLS_CLIENT)
         if self.verify is False:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
+        elif isinstance(self.verify, str) and os.path.isdir(self.verify):  # a folder of CAs, as requests accepts
+            context.load_verify_locations(capath=self.verify)
+        elif isinstance(self.verify, str):
+            context.load_verify_locations(cafile=self.verify)
         else:
-            where = self.verify if isinstance(self.verify, str) else None
-            if where is not None and os.path.isdir(where):  # a folder of CA certificates, as requests accepts
-                context = ssl.create_default_context(capath=where)
-            else:
-                context = ssl.create_default_context(cafile=where)
+            context.load_default_certs(ssl.Purpose.SERVER_AUTH)
         if self.cert is not None:
             context.load_cert_chain(*self.cert)
         return context
+
+
+class _ProxyContext(ssl.SSLContext):
+    """A client context that checks its peer for ``name`` (when set) whatever name the caller asks for: urllib3 wraps
+    the connection to a proxy for the proxy's host, kubectl checks ``tls-server-name`` there too (and sends it as the
+    TLS server name)."""
+
+    name: str | None = None
+
+    def wrap_socket(
+        self,
+        sock: socket.socket,
+        server_side: bool = False,
+        do_handshake_on_connect: bool = True,
+        suppress_ragged_eofs: bool = True,
+        server_hostname: str | bytes | None = None,
+        session: ssl.SSLSession | None = None,
+    ) -> ssl.SSLSocket:
+        return super().wrap_socket(
+            sock, server_side, do_handshake_on_connect, suppress_ragged_eofs, self.name or server_hostname, session
+        )
 
 
 _INLINE = (("clusters", "cluster", ("certificate-authority",)), ("users", "user", ("client-certificate", "client-key")))

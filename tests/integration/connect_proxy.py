@@ -11,6 +11,7 @@ SOCKS5 (:class:`Socks5Proxy`).
 from __future__ import annotations
 
 import contextlib
+import datetime
 import ipaddress
 import pathlib
 import select
@@ -22,6 +23,10 @@ import urllib.parse
 from collections.abc import Iterator
 
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from okt.runtime import certs
 from okt.testing import envtest
@@ -177,36 +182,94 @@ SCHEMES = ("http", "https", "socks5")
 
 @contextlib.contextmanager
 def proxied_kubeconfig(
-    plane: envtest.ControlPlane, directory: pathlib.Path, scheme: str, *, trusted: bool = True
+    plane: envtest.ControlPlane,
+    directory: pathlib.Path,
+    scheme: str,
+    *,
+    trusted: bool = True,
+    server_name: str | None = "kubernetes",
+    proxy_hosts: tuple[str, ...] | None = None,
+    client_ca: bytes | None = None,
+    user: dict[str, str] | None = None,
 ) -> Iterator[tuple[ConnectProxy, pathlib.Path]]:
     """A proxy of ``scheme`` tunnelling every connection to ``plane``'s API server, and the admin's kubeconfig whose
-    cluster is reached through it only: its server is a name only the proxy resolves (``.invalid`` never does).
+    cluster is reached through it: with ``server_name`` (its ``tls-server-name``, a name the API server's
+    certificate holds) the server is a name only the proxy resolves (``.invalid`` never does); without, the server
+    is the API server's own address.
 
     An ``https`` proxy's certificate is of a CA of its own, which the cluster's ``certificate-authority`` holds
-    beside the API server's (kubectl checks an https proxy against the same CAs) unless ``trusted`` is false.
+    beside the API server's (kubectl checks an https proxy against the same CAs) unless ``trusted`` is false. It is
+    valid for ``proxy_hosts``: by default the name kubectl checks it for, ``server_name`` when set (Go's
+    ``net/http`` dials an https proxy with the cluster's TLS settings), else the proxy's address. With
+    ``client_ca``, the proxy asks for a client certificate that CA signed and refuses a client without one;
+    ``user``: fields added to the kubeconfig's user (a client certificate, see :func:`client_certificate`).
     """
     parts = urllib.parse.urlsplit(plane.url)
     upstream = (parts.hostname or "127.0.0.1", parts.port or 443)
-    proxy_certificate = certs.self_signed(("127.0.0.1",))
-    proxy_ca = proxy_certificate.ca_pem if trusted else certs.self_signed(("127.0.0.1",)).ca_pem
+    hosts = proxy_hosts or ((server_name,) if server_name else ("127.0.0.1",))
+    proxy_certificate = certs.self_signed(hosts)
+    proxy_ca = proxy_certificate.ca_pem if trusted else certs.self_signed(hosts).ca_pem
     if scheme == "socks5":
         proxy: ConnectProxy = Socks5Proxy(upstream)
     else:
-        proxy = ConnectProxy(upstream, tls=proxy_certificate.server_context() if scheme == "https" else None)
+        tls = proxy_certificate.server_context() if scheme == "https" else None
+        if tls is not None and client_ca is not None:
+            tls.verify_mode = ssl.CERT_REQUIRED
+            tls.load_verify_locations(cadata=client_ca.decode())
+        proxy = ConnectProxy(upstream, tls=tls)
     try:
         cas = directory / "ca.crt"
         cas.write_bytes(plane.ca_file.read_bytes() + proxy_ca)
         doc = yaml.safe_load(plane.kubeconfig.read_text())
-        doc["clusters"][0]["cluster"].update(
-            {
-                "server": f"https://api.okt.invalid:{parts.port}",
-                "tls-server-name": "kubernetes",
-                "proxy-url": proxy.url,
-                "certificate-authority": str(cas),
-            }
-        )
+        cluster = doc["clusters"][0]["cluster"]
+        cluster.update({"proxy-url": proxy.url, "certificate-authority": str(cas)})
+        if server_name:
+            cluster.update({"server": f"https://api.okt.invalid:{parts.port}", "tls-server-name": server_name})
+        doc["users"][0]["user"].update(user or {})
         kubeconfig = directory / "kubeconfig"
         envtest.write_private(kubeconfig, yaml.safe_dump(doc))
         yield proxy, kubeconfig
     finally:
         proxy.close()
+
+
+def client_certificate(directory: pathlib.Path) -> tuple[bytes, dict[str, str]]:
+    """A new CA (PEM) and a client certificate it signed, written with its key to ``directory``: the kubeconfig
+    user's ``client-certificate`` and ``client-key`` fields. (The control plane asks for no client certificate: the
+    user's token still says who it is.)"""
+    start = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "proxy clients' CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "a proxy's client")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + datetime.timedelta(days=1))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "client.crt", directory / "client.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    private = serialization.PrivateFormat.PKCS8
+    envtest.write_private(
+        key_file, key.private_bytes(serialization.Encoding.PEM, private, serialization.NoEncryption()).decode()
+    )
+    return ca.public_bytes(serialization.Encoding.PEM), {
+        "client-certificate": str(cert_file),
+        "client-key": str(key_file),
+    }

@@ -20,7 +20,7 @@ import yaml
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds, podexec
-from okt.testing import envtest
+from okt.testing import envtest, kubectl
 from tests.integration import connect_proxy
 
 pytestmark = pytest.mark.integration
@@ -165,3 +165,61 @@ def test_an_https_proxy_whose_certificate_the_kubeconfigs_cas_do_not_vouch_for_i
     assert {way: type(exc).__name__ for way, exc in outcomes.items()} == dict.fromkeys(outcomes, "Unavailable")
     assert "CERTIFICATE_VERIFY_FAILED" in str(outcomes["exec"])
     assert proxy.targets == []  # refused before asking for any tunnel
+
+
+THROUGH = {"get": None, "list": None, "watch": None, "exec": "NotFound"}
+"""What :func:`every_way` meets through a proxy that lets it through: the API server's answers (the exec's Pod is
+not there)."""
+REFUSED = dict.fromkeys(THROUGH, "Unavailable")
+
+
+@pytest.mark.parametrize(
+    ("server_name", "proxy_hosts", "asks_certificate", "has_certificate", "kubectl_goes_through"),
+    [
+        pytest.param("kubernetes", ("kubernetes",), False, False, True, id="tls-server-name-proxy-certified-for-it"),
+        pytest.param(
+            "kubernetes", ("127.0.0.1",), False, False, False, id="tls-server-name-proxy-certified-for-its-host"
+        ),
+        pytest.param(None, ("127.0.0.1",), False, False, True, id="proxy-certified-for-its-host"),
+        pytest.param(None, ("kubernetes",), False, False, False, id="proxy-certified-for-another-name"),
+        pytest.param(None, ("127.0.0.1",), True, True, True, id="proxy-asks-a-client-certificate-the-user-has"),
+        pytest.param(None, ("127.0.0.1",), True, False, False, id="proxy-asks-a-client-certificate-the-user-lacks"),
+        pytest.param("kubernetes", ("kubernetes",), True, True, True, id="tls-server-name-and-a-client-certificate"),
+    ],
+)
+def test_an_https_proxy_lets_okt_through_exactly_where_it_lets_kubectl_through(
+    control_plane: envtest.ControlPlane,
+    namespace: str,
+    tmp_path: pathlib.Path,
+    server_name: str | None,
+    proxy_hosts: tuple[str, ...],
+    asks_certificate: bool,
+    has_certificate: bool,
+    kubectl_goes_through: bool,
+) -> None:
+    """kubectl (Go's ``net/http``) dials an https proxy with the cluster's own TLS settings: the proxy's certificate
+    is checked for ``tls-server-name`` when the kubeconfig sets one (for the proxy's host only without), and the
+    user's client certificate is offered if the proxy asks for one. okt's every way — the session's requests and
+    watch, a websocket's exec — goes through the same proxy where kubectl does, and nowhere else."""
+    client_ca, user = connect_proxy.client_certificate(tmp_path)
+    with connect_proxy.proxied_kubeconfig(
+        control_plane,
+        tmp_path,
+        "https",
+        server_name=server_name,
+        proxy_hosts=proxy_hosts,
+        client_ca=client_ca if asks_certificate else None,
+        user=user if has_certificate else None,
+    ) as (proxy, kubeconfig):
+        by_kubectl = kubectl.kubectl(kubeconfig, "get", "--raw", "/version", "--request-timeout=20s")
+        client = kube_client.Client.from_kubeconfig(kubeconfig)
+        try:
+            outcomes = every_way(client, namespace)
+        finally:
+            client.close()
+
+    assert (by_kubectl.returncode == 0) is kubectl_goes_through, by_kubectl.stderr
+    assert {way: type(exc).__name__ if exc else None for way, exc in outcomes.items()} == (
+        THROUGH if kubectl_goes_through else REFUSED
+    )
+    assert bool(proxy.targets) is kubectl_goes_through  # a refused proxy was never asked for a tunnel

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import pathlib
 import re
+import socket
+import ssl
 import stat
+import threading
 import warnings
 from typing import Any
 
@@ -16,6 +20,7 @@ import pytest
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import transport
+from okt.runtime import certs
 
 BASE = "https://127.0.0.1:6443/prefix"
 
@@ -137,3 +142,53 @@ def test_a_connection_through_a_proxy_it_cannot_tunnel_through_is_refused_in_one
         transport.open_socket("api.example", 443, None, "api.example", 1.0, proxy=proxy)
 
     assert "\n" not in str(refused.value)
+
+
+def proxy_handshake(
+    tmp_path: pathlib.Path, server_name: str | None, hosts: tuple[str, ...]
+) -> tuple[str, list[str | None]]:
+    """The TLS handshake of :meth:`transport.TLS.proxy_context` with a proxy certified for ``hosts``, the socket
+    wrapped for the proxy's address as urllib3 wraps it: ``ok`` or why the proxy was refused, and the server name
+    the proxy was sent (None: none)."""
+    bundle = certs.self_signed(hosts)
+    (tmp_path / "ca.crt").write_bytes(bundle.ca_pem)
+    served = bundle.server_context()
+    sent: list[str | None] = []
+    served.sni_callback = lambda _sock, name, _context: sent.append(name) and None
+    near, far = socket.socketpair()
+    near.settimeout(10)
+    far.settimeout(10)
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):  # the client refused the proxy's certificate
+            served.wrap_socket(far, server_side=True).close()
+
+    server = threading.Thread(target=serve)
+    server.start()
+    try:
+        tls = transport.TLS(str(tmp_path / "ca.crt"), None, server_name)
+        tls.proxy_context().wrap_socket(near, server_hostname="127.0.0.1").close()
+        outcome = "ok"
+    except ssl.SSLCertVerificationError as exc:
+        outcome = exc.verify_message
+        near.close()
+    far.close()
+    server.join(10)
+    return outcome, sent
+
+
+@pytest.mark.parametrize(
+    ("server_name", "hosts", "outcome", "sent"),
+    [
+        ("kubernetes", ("kubernetes",), "ok", ["kubernetes"]),
+        ("kubernetes", ("127.0.0.1",), "Hostname mismatch, certificate is not valid for 'kubernetes'.", ["kubernetes"]),
+        (None, ("127.0.0.1",), "ok", [None]),
+        (None, ("kubernetes",), "IP address mismatch, certificate is not valid for '127.0.0.1'.", [None]),
+    ],
+)
+def test_an_https_proxy_is_checked_for_tls_server_name_when_set_whatever_host_it_is_dialled_at(
+    tmp_path: pathlib.Path, server_name: str | None, hosts: tuple[str, ...], outcome: str, sent: list[str | None]
+) -> None:
+    """As kubectl checks it (Go's net/http dials the proxy with the cluster's TLS settings, ServerName included),
+    and sends that name (an address is never sent)."""
+    assert proxy_handshake(tmp_path, server_name, hosts) == (outcome, sent)

@@ -43,6 +43,7 @@ import select
 import shutil
 import socket
 import ssl
+import sys
 import tempfile
 import threading
 import urllib.parse
@@ -316,8 +317,14 @@ class TLS:
         return self._made(ssl.SSLContext)
 
     def _made(self, kind: type[_Context]) -> _Context:
-        """A client context of ``kind`` checking certificates and proving who we are as these settings say."""
+        """A client context of ``kind`` checking certificates and proving who we are as these settings say, as
+        ``ssl.create_default_context`` makes one (it makes none of a subclass)."""
         context = kind(ssl.PROTOCOL_TLS_CLIENT)
+        if sys.version_info >= (3, 13):  # create_default_context's flags since Python 3.13
+            context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
+        keylog = os.environ.get("SSLKEYLOGFILE")  # as create_default_context honours it
+        if keylog and not sys.flags.ignore_environment:
+            context.keylog_filename = keylog
         if self.verify is False:
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE

@@ -10,12 +10,16 @@ Each operation here checks the size of what it is about to build before building
 :data:`MAX_SIZE` — the API server's request limit, so no child it would accept is refused — with :class:`TooLarge`,
 which the renderer reports as an :class:`okt.errors.InvalidSpec` naming the template line.
 
-Guarantees: ``+`` and ``*`` on a string, list or tuple; ``~``; ``list.extend``; ``**``, ``*``, ``+`` and ``-`` on
-integers (no more digits than Python writes a number with); ``%`` and
-``| format`` on a string; ``str.format`` and ``format_map`` widths and precisions; the filters ``join``,
-``replace``, ``center``, ``wordwrap``, ``batch``, ``slice``, ``sum`` (of lists or tuples), ``tojson(indent=)``; the
-string methods ``ljust``, ``rjust``, ``center``, ``zfill``, ``expandtabs``, ``replace``, ``join``, ``translate``.
-Within the bound, each gives what Jinja2 and Python give.
+Guarantees: ``+`` and ``*`` on a string, bytes, list or tuple; ``~``; ``list.extend``; ``**``, ``*``, ``+`` and
+``-`` on integers (no more digits than Python writes a number with); ``%`` and ``| format`` on a string or bytes;
+``str.format`` and ``format_map`` widths and precisions; the filters ``join``, ``replace``, ``center``,
+``wordwrap`` (its size, and its time on a long word), ``batch``, ``slice``, ``sum`` (of lists or tuples),
+``tojson(indent=)``; the string and bytes methods ``ljust``, ``rjust``, ``center``, ``zfill``, ``expandtabs``,
+``replace``, ``join``, ``translate``, and ``int.to_bytes``. Within the bound, each gives what Jinja2 and Python give.
+
+Bytes are no value a child holds, but a template reaches them (``"x".encode()``, ``(1).to_bytes(n, "big")``), and
+each of their sized operations built what the custom resource said before anything placed it: ``"x".encode() * n``
+or ``.ljust(n)`` with ``n = 10**10`` took the operator's memory as the string's did.
 
 ``+``, ``~`` and ``list.extend`` join values that exist already, so one step at most doubles them, but a loop the
 custom resource bounds doubled a value as often as it said: they refuse a result beyond :data:`MAX_SIZE` too.
@@ -81,8 +85,8 @@ def repeat(left: Any, right: Any) -> Any:
         _check_digits(left, right, left.bit_length() + right.bit_length(), "product")
         return left * right
     sequence, times = (right, left) if isinstance(left, int) else (left, right)
-    if isinstance(sequence, str | list | tuple) and isinstance(times, int):
-        unit = "characters" if isinstance(sequence, str) else "items"
+    if isinstance(sequence, _SIZED) and isinstance(times, int):
+        unit = _unit(sequence)
         check(
             len(sequence) * times,
             f"repeating a {type(sequence).__name__} of length {len(sequence)} {times} times",
@@ -109,16 +113,32 @@ def power(left: Any, right: Any) -> Any:
     return left**right
 
 
+_TEXT = (str, bytes, bytearray)
+"""Text and bytes: a method of theirs, ``%`` and ``*`` build one sized by their arguments."""
+_SIZED = (*_TEXT, list, tuple)
+"""What ``+`` and ``*`` build a larger one of."""
+
+
+def _unit(value: Any) -> str:
+    return "characters" if isinstance(value, str) else "bytes" if isinstance(value, bytes | bytearray) else "items"
+
+
+def _length(value: Any) -> int:
+    """The length of a string or bytes, or of another value's text (what ``str.replace`` or ``str.join`` takes)."""
+    return len(value) if isinstance(value, _TEXT) else len(str(value))
+
+
 _PRINTF = re.compile(r"%(\([^)]*\))?[#0 +-]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?(.)", re.DOTALL)
 
 
-def printf(text: str, arguments: Any) -> str:
-    """``text % arguments`` (``%`` on a string, ``| format``), refusing widths and precisions that would build more
-    than :data:`MAX_SIZE` characters (``%10000000000s``, ``%*s`` with a huge width)."""
+def printf(text: Any, arguments: Any) -> Any:
+    """``text % arguments`` (``%`` on a string or bytes, ``| format``), refusing widths and precisions that would
+    build more than :data:`MAX_SIZE` characters (``%10000000000s``, ``%*s`` with a huge width)."""
     template_placement.refuse_secrets(arguments, "formatted by %")
     values = list(arguments) if isinstance(arguments, tuple) else [arguments]
     size, index = len(text), 0
-    for directive in _PRINTF.finditer(text):
+    directives = text if isinstance(text, str) else bytes(text).decode("latin-1")  # one character a byte
+    for directive in _PRINTF.finditer(directives):
         if directive[4] == "%" and directive[0] == "%%":
             continue
         for number in (directive[2], directive[3]):
@@ -130,15 +150,14 @@ def printf(text: str, arguments: Any) -> str:
                 size += int(number)
         index += directive[1] is None
         check(size, "this %-format")
-    formatted: str = text % arguments
-    return formatted
+    return text % arguments
 
 
 def add(left: Any, right: Any) -> Any:
     """``+``, refusing to join strings, lists or tuples into more than :data:`MAX_SIZE` characters or items: one step
     at most doubles a value, but a loop the custom resource bounds doubles it as often as it says."""
-    if isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple):
-        check(len(left) + len(right), "+", "characters" if isinstance(left, str) else "items")
+    if isinstance(left, _SIZED) and isinstance(right, _SIZED):
+        check(len(left) + len(right), "+", _unit(left))
     elif type(left) is int and type(right) is int:
         _check_digits(left, right, max(left.bit_length(), right.bit_length()) + 1, "sum")
     return left + right
@@ -168,7 +187,7 @@ def binop(operator: str, left: Any, right: Any) -> Any:
         return repeat(left, right)
     if operator == "**":
         return power(left, right)
-    if isinstance(left, str):  # "%": formatting; a number's modulo builds nothing large
+    if isinstance(left, _TEXT):  # "%": formatting; a number's modulo builds nothing large
         return printf(left, right)
     return left % right
 
@@ -230,8 +249,11 @@ def wrap_str_format(environment: jinja2.Environment, value: Any) -> Callable[...
 # -- string methods --------------------------------------------------------------------------------------------------
 
 
-def _replaced_size(text: str, old: Any, new: Any, count: Any) -> int:
-    old, new = str(old), str(new)
+def _replaced_size(text: str | bytes | bytearray, old: Any, new: Any, count: Any) -> int:
+    if isinstance(text, str):
+        old, new = str(old), str(new)
+    elif not (isinstance(old, bytes | bytearray) and isinstance(new, bytes | bytearray)):
+        return len(text)  # bytes.replace refuses them
     times = text.count(old)
     if isinstance(count, int) and count >= 0:
         times = min(times, count)
@@ -247,23 +269,30 @@ def call(method: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[An
         items = list(args[0])
         check(len(method.__self__) + len(items), "list.extend", "items")
         return (items, *args[1:])
-    if not isinstance(method.__self__, str):
+    if type(method.__self__) is int and method.__name__ == "to_bytes":
+        length = args[0] if args else kwargs.get("length", 1)
+        if isinstance(length, int):
+            check(length, "int.to_bytes", "bytes")
+        return args
+    if not isinstance(method.__self__, _TEXT):
         return args
     text, name = method.__self__, method.__name__
-    what = f"str.{name}"
+    what, unit = f"{type(text).__name__}.{name}", _unit(text)
     if name in ("ljust", "rjust", "center", "zfill") and args and isinstance(args[0], int):
-        check(args[0], what)
+        check(args[0], what, unit)
     elif name == "expandtabs":
         tabsize = args[0] if args else kwargs.get("tabsize", 8)
         if isinstance(tabsize, int):
-            check(len(text) + text.count("\t") * tabsize, what)
+            tabs = text.count("\t") if isinstance(text, str) else text.count(b"\t")
+            check(len(text) + tabs * tabsize, what, unit)
     elif name == "replace" and len(args) >= 2:
-        check(_replaced_size(text, args[0], args[1], args[2] if len(args) > 2 else kwargs.get("count", -1)), what)
+        size = _replaced_size(text, args[0], args[1], args[2] if len(args) > 2 else kwargs.get("count", -1))
+        check(size, what, unit)
     elif name == "join" and args:
         items = list(args[0])
-        _check_joined(items, text, what)
+        _check_joined(items, text, what, unit)
         return (items, *args[1:])
-    elif name == "translate" and args:
+    elif name == "translate" and args and isinstance(text, str):  # bytes.translate maps a byte to a byte
         _check_translated(text, args[0], what)
     return args
 
@@ -281,14 +310,14 @@ def _check_translated(text: str, table: Any, what: str) -> None:
         check(size, what)
 
 
-def _check_joined(items: list[Any], separator: str, what: str) -> None:
+def _check_joined(items: list[Any], separator: str | bytes | bytearray, what: str, unit: str = "characters") -> None:
     size = len(separator) * max(len(items) - 1, 0)
-    check(size, what)
+    check(size, what, unit)
     for item in items:
         if not isinstance(item, str):
             template_placement.refuse_secrets(item, "joined by join")
-        size += len(item) if isinstance(item, str) else len(str(item))
-        check(size, what)
+        size += _length(item)
+        check(size, what, unit)
 
 
 # -- filters ---------------------------------------------------------------------------------------------------------
@@ -333,6 +362,8 @@ def wordwrap(
     lines of one character)."""
     joiner = environment.newline_sequence if wrapstring is None else wrapstring
     s = s if isinstance(s, str) else str(s)  # its text, as Jinja2's string filters take it (a number's, say)
+    if break_long_words and isinstance(width, int):
+        _check_long_words(s, width)
     paragraphs = [
         textwrap.wrap(
             line,
@@ -349,11 +380,36 @@ def wordwrap(
     return joiner.join(joiner.join(wrapped) for wrapped in paragraphs)
 
 
+_RUN = re.compile(r"\S+|\s+")
+"""A run of text ``textwrap`` takes as one chunk at most (a word, or the whitespace between two)."""
+WRAP_COPIES = 16 * 10**9
+"""The most characters ``| wordwrap`` may copy to break its long words (a second or two)."""
+
+
+def _check_long_words(text: str, width: int) -> None:
+    """Refuse to break words so long, into lines so short, that ``textwrap`` would copy more than
+    :data:`WRAP_COPIES` characters: it cuts a word longer than a line one line at a time, copying the rest of the word
+    at each cut, and a custom resource's word of a megabyte at ``width=1`` (or its own ``width``) took hours, the
+    worker never coming back. Ordinary text, and a base64 blob of a megabyte at 76 columns, copy far less."""
+    line = max(width, 1)
+    copies = 0
+    for run in _RUN.finditer(text):
+        length = run.end() - run.start()
+        if length > line:
+            copies += length * length // (2 * line)
+    if copies > WRAP_COPIES:
+        raise TooLarge(
+            f"| wordwrap would copy {copies} characters to break its long words into lines of {line}, more than the "
+            f"{WRAP_COPIES} a render may spend on it"
+        )
+
+
 def format_(value: Any, *args: Any, **kwargs: Any) -> str:
     """Jinja2's ``format`` (``value % args``), with :func:`printf`'s bounds."""
     if args and kwargs:
         raise jinja2.exceptions.FilterArgumentError("can't handle positional and keyword arguments at the same time")
-    return printf(value if isinstance(value, str) else str(value), kwargs or args)
+    formatted: str = printf(value if isinstance(value, str) else str(value), kwargs or args)
+    return formatted
 
 
 def batch(value: Iterable[Any], linecount: int, fill_with: Any = None) -> Any:

@@ -232,6 +232,66 @@ def test_a_value_that_would_build_a_child_of_any_size_is_an_invalid_spec_and_oth
     assert live["data"] == {"ruler": "---"}
 
 
+class PaddedSpec(pydantic.BaseModel):
+    width: int
+    text: str = "abc"
+    columns: int = 2
+
+
+class PaddedConfig(okt.MutableResource):
+    """Text padded and wrapped to widths the custom resource gives: through bytes, and ``| wordwrap``."""
+
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}-padded
+  namespace: {{ namespace }}
+data:
+  padded: "{{ 'x'.encode().ljust(cr.spec.width, '.'.encode()).decode() }}"
+  wrapped: "{{ cr.spec.text | wordwrap(cr.spec.columns, wrapstring='/') }}"
+"""
+
+
+class PaddedReconciler(shared.WidgetReconciler):
+    spec_model = PaddedSpec
+    owns = (PaddedConfig,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [PaddedConfig(ctx.cr)]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"width": 10**10}, "template line 8: bytes.ljust would build 10000000000 bytes, more than"),
+        ({"width": 3, "text": "x" * 1_000_000, "columns": 1}, "template line 9: | wordwrap would copy 500000000000 "),
+    ],
+    ids=["bytes", "wordwrap"],
+)
+def test_a_value_sizing_bytes_or_a_long_wordwrap_is_an_invalid_spec_and_other_objects_are_served(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, spec: dict[str, object], message: str
+) -> None:
+    shared.make_widget(kube, widget_kind, namespace, "huge", **spec)
+    shared.make_widget(kube, widget_kind, namespace, "small", width=3, text="ab cd")
+
+    huge = shared.reconcile_widget(PaddedReconciler(), kube, widget_kind, namespace, "huge")
+    small = shared.reconcile_widget(PaddedReconciler(), kube, widget_kind, namespace, "small")
+
+    assert huge.outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert shared.get_child(kube, "v1", "ConfigMap", namespace, "huge-padded") is None
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, "huge"), "Ready")
+    assert ready is not None
+    assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
+    assert ready["message"].startswith(message)
+    assert small.outcome == okt.Outcome.done()
+    live = shared.get_child(kube, "v1", "ConfigMap", namespace, "small-padded")
+    assert live is not None
+    assert live["data"] == {"padded": "x..", "wrapped": "ab/cd"}
+
+
 class ListingSpec(pydantic.BaseModel):
     items: list[str]
 

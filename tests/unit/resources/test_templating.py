@@ -954,6 +954,8 @@ def test_operations_within_bounds_build_what_python_builds(expression: str, expe
 
 MANY_EMPTY = [""] * 100_000
 WIDE = "x" * 100_000
+BLOB = "QUJD" * 250_000
+"""A megabyte of base64: one word."""
 
 
 @pytest.mark.parametrize(
@@ -979,6 +981,21 @@ WIDE = "x" * 100_000
         ("[1] | slice(cr.spec.n) | list", {"n": 10**10}, r"\| slice"),
         ("cr.spec | tojson(indent=cr.spec.n)", {"n": 10**10}, r"\| tojson\(indent=...\)"),
         ("([cr.spec.hosts] * cr.spec.n) | sum(start=[]) | length", {"hosts": [1] * 1000, "n": 10**4}, r"\| sum"),
+        # bytes, which a template reaches through str.encode() and int.to_bytes(): each built what n said
+        ('"x".encode() * cr.spec.n', {"n": 10**10}, "repeating a bytes of length 1 10000000000 times"),
+        ('cr.spec.n * "ab".encode()', {"n": 10**10}, "repeating a bytes of length 2 10000000000 times"),
+        ("cr.spec.name.encode().ljust(cr.spec.n)", {"name": "a", "n": 10**10}, r"bytes\.ljust"),
+        ("cr.spec.name.encode().center(cr.spec.n)", {"name": "a", "n": 10**10}, r"bytes\.center"),
+        ("cr.spec.name.encode().zfill(cr.spec.n)", {"name": "1", "n": 10**10}, r"bytes\.zfill"),
+        ('"a\tb".encode().expandtabs(cr.spec.n)', {"n": 10**10}, r"bytes\.expandtabs"),
+        (
+            'cr.spec.name.encode().replace("".encode(), cr.spec.filler.encode())',
+            {"name": "ab", "filler": "x" * 2_000_000},
+            r"bytes\.replace",
+        ),
+        ("cr.spec.separator.encode().join([''.encode()] * 100000)", {"separator": WIDE}, r"bytes\.join"),
+        ('cr.spec.pattern.encode() % "x".encode()', {"pattern": "%10000000000s"}, "this %-format"),
+        ("(0).to_bytes(cr.spec.n, 'big')", {"n": 10**10}, r"int\.to_bytes"),
     ],
 )
 def test_a_filter_method_or_format_sized_by_a_value_beyond_what_a_child_holds_is_an_invalid_spec(
@@ -988,6 +1005,18 @@ def test_a_filter_method_or_format_sized_by_a_value_beyond_what_a_child_holds_is
 
     with pytest.raises(errors.InvalidSpec, match=f"^template line 5: {message} would build .* a child can hold$"):
         templating.render_template(template, {"cr": widget(spec)})
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(("length", "width"), [(1_500_000, 1), (3_000_000, 76), (300_000, 0)])
+def test_wordwrap_refuses_to_break_a_word_so_long_into_lines_so_short_that_it_would_take_minutes(
+    length: int, width: int
+) -> None:
+    # each copied the rest of the word at each of its lines: hours for a megabyte at width=1, the worker gone
+    template = "kind: X\nv: '{{ cr.spec.text | wordwrap(cr.spec.width) | length }}'\n"
+
+    with pytest.raises(errors.InvalidSpec, match=r"^template line 2: \| wordwrap would copy \d+ characters to break"):
+        templating.render_template(template, {"cr": widget({"text": "x" * length, "width": width})})
 
 
 @pytest.mark.parametrize(
@@ -1016,10 +1045,18 @@ def test_a_filter_method_or_format_sized_by_a_value_beyond_what_a_child_holds_is
         ("[(1,), (2,)] | sum(start=())", "(1, 2)"),
         ("cr.spec.items | sum(attribute='k')", "3"),
         ("[1.5, cr.spec.n] | sum", "4.5"),
+        ('("-".encode() * cr.spec.n).decode()', "---"),
+        ('(cr.spec.name.encode().rjust(5) + "!".encode()).decode()', "  web!"),
+        ('("%-4s|".encode() % cr.spec.name.encode()).decode()', "web |"),
+        ('",".encode().join(["a".encode(), "b".encode()]).decode()', "a,b"),
+        ('"web".encode().replace("e".encode(), "E".encode()).decode()', "wEb"),
+        ("(cr.spec.n).to_bytes(2, 'big') | list | string", "[0, 3]"),
+        ("(cr.spec.text | wordwrap(76)).count('\n')", "13157"),  # a megabyte of base64 at 76 columns
     ],
 )
 def test_filters_methods_and_formats_within_bounds_give_what_jinja_gives(expression: str, expected: Any) -> None:
-    cr = widget({"n": 3, "name": "web", "names": ["a", "b"], "sep": ", ", "items": [{"k": 1}, {"k": 2}]})
+    spec = {"n": 3, "name": "web", "names": ["a", "b"], "sep": ", ", "items": [{"k": 1}, {"k": 2}], "text": BLOB}
+    cr = widget(spec)
 
     assert templating.render_template(f"kind: X\nv: '{{{{ {expression} }}}}'\n", {"cr": cr})["v"] == expected
 

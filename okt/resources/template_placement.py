@@ -63,6 +63,10 @@ def refuse_secrets(value: Any, how: str) -> None:
         stack.extend(children)
 
 
+KEYS_MADE_EQUAL = (
+    'a mapping two of whose keys are one string as JSON writes keys (1 and "1", true and "true", null and '
+    '"null"): a child\'s keys are strings, and one of the two values would be lost'
+)
 NOT_FINITE = "not a finite number (NaN or an infinity): a number JSON cannot write, which no child can hold"
 
 
@@ -71,7 +75,9 @@ def json_data(value: Any) -> Any:
 
     Raises a ValueError for NaN or an infinity (``| float`` of ``"nan"``, a product past the largest float, a model's
     ``float`` field given ``"inf"``, whatever the model's JSON form writes for it): JSON cannot write them, and the
-    child's checksum refused them at each reconcile."""
+    child's checksum refused them at each reconcile. Raises one too for a mapping two of whose keys are one string
+    as JSON writes keys (``1`` and ``"1"``, ``true`` and ``"true"``, of a dict the template built from a custom
+    resource's values): the one written last took the other's place, and the other's value was lost, silently."""
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value
@@ -80,7 +86,10 @@ def json_data(value: Any) -> Any:
             raise ValueError(NOT_FINITE)
         return value
     if isinstance(value, Mapping):
-        return {json_key(json_data(key)): json_data(item) for key, item in value.items()}
+        data = {json_key(json_data(key)): json_data(item) for key, item in value.items()}
+        if len(data) != len(value):
+            raise ValueError(KEYS_MADE_EQUAL)
+        return data
     if isinstance(value, list | tuple):
         return [json_data(item) for item in value]
     if isinstance(value, pydantic.BaseModel):

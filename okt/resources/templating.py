@@ -31,10 +31,10 @@ Guarantees:
 * a value from the custom resource keeps its type: a string placed where a string goes is that very string;
 * a number JSON cannot write (NaN or an infinity), placed or made JSON by a spec model's own ``model_dump_json()``
   (which writes ``null`` for it), raises :class:`okt.errors.InvalidSpec`;
-* a value that cannot be placed — two keys made equal, a non-string key from ``to_yaml`` — or that an expression
-  cannot use (``{{ cr.spec.size + 1 }}`` on the string ``"3"``, a division by a zero, ``| int`` of ``"three"``
-  without a default) raises :class:`okt.errors.InvalidSpec` naming where, so the reconcile ends ``Ready=False,
-  reason=InvalidSpec``;
+* a value that cannot be placed — two keys made equal (``1`` and ``"1"`` in a mapping placed whole too), a
+  non-string key from ``to_yaml`` — or that an expression cannot use (``{{ cr.spec.size + 1 }}`` on the string
+  ``"3"``, a division by a zero, ``| int`` of ``"three"`` without a default) raises :class:`okt.errors.InvalidSpec`
+  naming where, so the reconcile ends ``Ready=False, reason=InvalidSpec``;
 * a template reads data, never Python's internals: it renders in Jinja2's sandbox, which refuses ``_`` and internal
   attributes (also through a format string the custom resource holds) and caps ``range`` (an ``InvalidSpec``); of
   the I/O and concurrency machinery a parameter holds (okt's API client, a requests session, a logger, a lock) it

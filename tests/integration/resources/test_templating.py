@@ -292,6 +292,62 @@ def test_a_value_sizing_bytes_or_a_long_wordwrap_is_an_invalid_spec_and_other_ob
     assert live["data"] == {"padded": "x..", "wrapped": "ab/cd"}
 
 
+class NamedPort(pydantic.BaseModel):
+    port: int | str
+    name: str
+
+
+class PortsSpec(pydantic.BaseModel):
+    ports: list[NamedPort]
+
+
+class PortsConfig(okt.MutableResource):
+    """A ConfigMap of port names by port, a mapping the template builds from the custom resource's list."""
+
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}-ports
+  namespace: {{ namespace }}
+{% set names = {} %}{% for item in cr.spec.ports %}{% set _ = names.update({item.port: item.name}) %}{% endfor %}
+data: {{ names }}
+"""
+
+
+class PortsReconciler(shared.WidgetReconciler):
+    spec_model = PortsSpec
+    owns = (PortsConfig,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [PortsConfig(ctx.cr)]
+
+
+def test_keys_a_template_builds_that_json_writes_as_one_string_are_an_invalid_spec_and_create_nothing(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind
+) -> None:
+    # 80 and "80": the ConfigMap held one of the two names, the other lost without a word
+    ports = [{"port": 80, "name": "http"}, {"port": "80", "name": "web"}, {"port": 443, "name": "https"}]
+    shared.make_widget(kube, widget_kind, namespace, "clash", ports=ports)
+    shared.make_widget(kube, widget_kind, namespace, "fine", ports=[{"port": 80, "name": "http"}, ports[2]])
+
+    clash = shared.reconcile_widget(PortsReconciler(), kube, widget_kind, namespace, "clash")
+    fine = shared.reconcile_widget(PortsReconciler(), kube, widget_kind, namespace, "fine")
+
+    assert clash.outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert shared.get_child(kube, "v1", "ConfigMap", namespace, "clash-ports") is None
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, "clash"), "Ready")
+    assert ready is not None
+    assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
+    assert ready["message"].startswith("data: a mapping two of whose keys are one string as JSON writes keys")
+    assert fine.outcome == okt.Outcome.done()
+    live = shared.get_child(kube, "v1", "ConfigMap", namespace, "fine-ports")
+    assert live is not None
+    assert live["data"] == {"80": "http", "443": "https"}
+
+
 class ListingSpec(pydantic.BaseModel):
     items: list[str]
 

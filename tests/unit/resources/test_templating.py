@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 
 from okt import errors
 from okt.kube import objects
-from okt.resources import templating
+from okt.resources import checksum, templating
 from tests.unit.kube import loopback
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -481,6 +481,75 @@ def test_a_mapping_key_from_to_yaml_must_be_a_string() -> None:
 def test_two_keys_made_equal_by_a_value_are_an_invalid_spec_naming_the_key() -> None:
     with pytest.raises(errors.InvalidSpec, match=r"metadata\.labels: the key 'app' appears twice"):
         templating.render_template("kind: X\nmetadata:\n  labels:\n    app: web\n    {{ k }}: x\n", {"k": "app"})
+
+
+@pytest.mark.parametrize(
+    ("template", "value"),
+    [
+        ("v: {{ v }}", {1: "a", "1": "b"}),
+        ("v: {{ v }}", {True: "a", "true": "b"}),
+        ("v: {{ v }}", {None: "a", "null": "b"}),
+        ("v: {{ v }}", [{"x": {2: 1, "2": 2}}]),
+        ("v: {{ v | to_yaml }}", {1: "a", "1": "b"}),
+        ("v: {{ v | tojson }}", {1.5: "a", "1.5": "b"}),
+        # a dict the template builds from a custom resource's keys
+        ("{% set d = {} %}{% for k in v %}{% set _ = d.update({k: loop.index}) %}{% endfor %}v: {{ d }}", [1, "1"]),
+    ],
+)
+def test_a_mapping_two_of_whose_keys_are_one_string_in_json_is_an_invalid_spec(template: str, value: Any) -> None:
+    # one of the two took the other's place, and its value was lost without a word
+    with pytest.raises(errors.InvalidSpec, match="a mapping two of whose keys are one string as JSON writes keys"):
+        templating.render_template(f"kind: X\n{template}\n", {"v": value})
+
+
+def leaves(value: Any) -> int:
+    """How many scalars a JSON-like value holds: no placement may lose one."""
+    if isinstance(value, dict):
+        return sum(leaves(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return sum(leaves(item) for item in value)
+    return 1
+
+
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([*HOSTILE, "0o17", "1e3", "yes", "~", "!!int 3", "&a b", "*a", "a\u2028b", "a\x85b", "{{ x }}"]),
+    st.text(max_size=6),
+)
+KEYS = st.one_of(st.text(max_size=4), st.sampled_from(["1", "true", "null", "1.5"]), st.integers(0, 2), st.booleans())
+TREES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=3)),
+    max_leaves=8,
+)
+PLACES = (
+    "kind: X\nmetadata:\n  labels: {app: web}\nwhole: {{ v }}\nlisted: [{{ v }}, x]\n"
+    "yamled: {{ v | to_yaml }}\njsoned: {{ v | tojson }}\nquoted: '{{ v }}'\n"
+)
+
+
+@CASES
+@hypothesis.given(value=TREES)
+@hypothesis.example(value={1: "a", "1": "b"})  # one of the two was lost
+def test_a_value_placed_whole_is_placed_with_every_item_or_refused_and_renders_the_same_twice(value: Any) -> None:
+    try:
+        first = templating.render_template(PLACES, {"v": value})
+    except errors.InvalidSpec as exc:
+        assert "a mapping two of whose keys are one string" in str(exc)
+        return
+    second = templating.render_template(PLACES, {"v": value})
+
+    assert checksum.checksum(first) == checksum.checksum(second)  # the same child at each reconcile
+    assert list(first) == ["kind", "metadata", "whole", "listed", "yamled", "jsoned", "quoted"]
+    assert first["metadata"] == {"labels": {"app": "web"}}
+    for name in ("whole", "yamled", "jsoned"):
+        assert leaves(first[name]) == leaves(value)
+        assert checksum.canonical_json(first[name]) == checksum.canonical_json(first["whole"])
+    assert first["listed"][1:] == ["x"] and first["listed"][0] == first["whole"]
+    assert first["quoted"] == str(value)
 
 
 def variables_for(value: Any, name: str) -> dict[str, Any]:

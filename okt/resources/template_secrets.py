@@ -27,6 +27,7 @@ is the very object given, never copied.
 from __future__ import annotations
 
 import base64
+import contextvars
 import functools
 import json
 import typing
@@ -71,7 +72,11 @@ class TemplateSecret:
         return type(self._secret).__name__
 
     def get_secret_value(self) -> Any:
-        return self._secret.get_secret_value()
+        value = self._secret.get_secret_value()
+        seen = revealed.get()
+        if seen is not None:
+            seen.append(value)  # an error message holding it is never written (see hides_revealed)
+        return value
 
     def placed(self) -> Any:
         """The value a whole plain scalar holding this secret takes: its value in its JSON form, bytes as base64."""
@@ -138,6 +143,24 @@ class TemplateSecret:
         raise self._made_text("made a number (| int, | float)")
 
     __float__ = __index__ = __int__
+
+
+revealed: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("okt_revealed_secrets", default=None)
+"""The values of the secrets one render read with ``get_secret_value()`` (set around each render)."""
+
+
+def hides_revealed(message: str, values: list[Any]) -> bool:
+    """Whether ``message`` holds the text of a secret's value the render read (``values``, see :data:`revealed`),
+    or of its bytes' text: an error of an expression on that value (``[1, 2].index(password)``, ``{}.pop(token)``,
+    ``int(pin, 16)``) wrote it in its message, which the Ready condition and the logs would show to whoever reads the
+    custom resource."""
+    for value in values:
+        texts = {str(value), repr(value)} if not isinstance(value, str) else {value}
+        if isinstance(value, bytes):
+            texts.add(value.decode("utf-8", "replace"))
+        if any(text and text in message for text in texts):
+            return True
+    return False
 
 
 ANY_SECRET = (TemplateSecret, *SECRETS)

@@ -34,7 +34,8 @@ Guarantees:
 * a value that cannot be placed — two keys made equal (``1`` and ``"1"`` in a mapping placed whole too), a
   non-string key from ``to_yaml`` — or that an expression cannot use (``{{ cr.spec.size + 1 }}`` on the string
   ``"3"``, a division by a zero, ``| int`` of ``"three"`` without a default) raises :class:`okt.errors.InvalidSpec`
-  naming where, so the reconcile ends ``Ready=False, reason=InvalidSpec``;
+  naming where, so the reconcile ends ``Ready=False, reason=InvalidSpec``; its message never holds the value of a
+  secret the template read with ``get_secret_value()`` (an error's text holding it is left out);
 * a template reads data, never Python's internals: it renders in Jinja2's sandbox, which refuses ``_`` and internal
   attributes (also through a format string the custom resource holds) and caps ``range`` (an ``InvalidSpec``); of
   the I/O and concurrency machinery a parameter holds (okt's API client, a requests session, a logger, a lock) it
@@ -378,8 +379,9 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
 
     Raises:
         okt.errors.InvalidSpec: a value cannot stand in its slot (the message says where and why), an expression
-            failed on a value (``TypeError``, ``ValueError``, ``ArithmeticError``, ``AttributeError``: the message
-            names its line), or
+            failed on a value (``TypeError``, ``ValueError``, ``ArithmeticError``, ``AttributeError``,
+            ``LookupError``: the message names its line, and holds no value of a secret the template read with
+            ``get_secret_value()``), or
             read what the sandbox refuses (an attribute into Python's internals, a ``range`` beyond its cap).
         okt.errors.MutationError: the template is wrong (a Jinja2 error, YAML that does not parse, not a mapping, an
             expression where no value can stand).
@@ -387,6 +389,8 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
     context = {name: _variable(value) for name, value in variables.items()}
     values = template_recording.Values(context.values())
     token = template_recording.recorded.set(values)
+    revealed: list[Any] = []
+    revealed_token = template_secrets.revealed.set(revealed)
     try:
         skeleton = _compiled(template).render(context)
     except template_secrets.MadeText as exc:
@@ -408,17 +412,23 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
             f"template line {_template_line(exc)}: recursion deeper than Python allows ({exc}): a recursive macro "
             "or loop, or a value nested that deep"
         ) from None
-    except (TypeError, ValueError, ArithmeticError, AttributeError) as exc:
+    except (TypeError, ValueError, ArithmeticError, AttributeError, LookupError) as exc:
         # Raised by an operation on a value: Jinja2 itself raises only TemplateError, so the template compiled and
         # its names resolved, and what failed is an expression on a value it was given — a value of the custom
         # resource of a type or range the template cannot use (a string where it adds a number, a zero it divides
-        # by, a string where | dictsort reads a mapping's items). Retrying cannot help; another spec can.
+        # by, a string where | dictsort reads a mapping's items, a format string naming a field no argument has).
+        # Retrying cannot help; another spec can. A message holding a secret's value the template read is not
+        # written: the Ready condition and the logs show it to whoever reads the custom resource.
+        message = str(exc)
+        if template_secrets.hides_revealed(message, revealed):
+            message = "(its message holds the value of a secret the template read, and is not shown)"
         raise errors.InvalidSpec(
-            f"template line {_template_line(exc)}: {exc} ({type(exc).__name__}): the template cannot use a value "
+            f"template line {_template_line(exc)}: {message} ({type(exc).__name__}): the template cannot use a value "
             "of the custom resource there"
-        ) from exc
+        ) from None
     finally:
         template_recording.recorded.reset(token)
+        template_secrets.revealed.reset(revealed_token)
     try:
         rendered = template_placement.fill(template_skeleton.tree_of(skeleton), values)
     except template_placement.Unplaceable as exc:

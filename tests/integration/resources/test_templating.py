@@ -348,6 +348,73 @@ def test_keys_a_template_builds_that_json_writes_as_one_string_are_an_invalid_sp
     assert live["data"] == {"80": "http", "443": "https"}
 
 
+class GreetingSpec(pydantic.BaseModel):
+    pattern: str = "hello {name}"
+    pin: pydantic.SecretStr = pydantic.SecretStr("0000")
+    pins: list[str] = ["0000"]
+
+
+class GreetingConfig(okt.MutableResource):
+    """A greeting formatted by the custom resource's pattern, and a check that its pin is one of its pins."""
+
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}-greeting
+  namespace: {{ namespace }}
+data:
+  greeting: "{{ cr.spec.pattern.format(name=name) }}"
+  pin: "{{ cr.spec.pins.index(cr.spec.pin.get_secret_value()) }}"
+"""
+
+
+class GreetingReconciler(shared.WidgetReconciler):
+    spec_model = GreetingSpec
+    owns = (GreetingConfig,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [GreetingConfig(ctx.cr)]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"pattern": "hello {nme}"}, "template line 8: 'nme' (KeyError): the template cannot use a value"),
+        (
+            {"pin": "hunter2-4242"},
+            "template line 9: (its message holds the value of a secret the template read, and is not shown) "
+            "(ValueError)",
+        ),
+    ],
+    ids=["missing-field", "secret-in-message"],
+)
+def test_an_expression_failing_on_a_value_is_an_invalid_spec_whose_message_holds_no_secret(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, spec: dict[str, str], message: str
+) -> None:
+    # a KeyError of the custom resource's format string escaped the render, retried for ever; a ValueError wrote
+    # the pin into the Ready condition ('hunter2-4242' is not in list)
+    shared.make_widget(kube, widget_kind, namespace, "bad", **spec)
+    shared.make_widget(kube, widget_kind, namespace, "good")
+
+    bad = shared.reconcile_widget(GreetingReconciler(), kube, widget_kind, namespace, "bad")
+    good = shared.reconcile_widget(GreetingReconciler(), kube, widget_kind, namespace, "good")
+
+    assert bad.outcome.kind is okt.OutcomeKind.GIVE_UP
+    assert shared.get_child(kube, "v1", "ConfigMap", namespace, "bad-greeting") is None
+    ready = condition(shared.get_widget(kube, widget_kind, namespace, "bad"), "Ready")
+    assert ready is not None
+    assert (ready["status"], ready["reason"]) == ("False", "InvalidSpec")
+    assert ready["message"].startswith(message)
+    assert "hunter2" not in ready["message"]
+    assert good.outcome == okt.Outcome.done()
+    live = shared.get_child(kube, "v1", "ConfigMap", namespace, "good-greeting")
+    assert live is not None
+    assert live["data"] == {"greeting": "hello good", "pin": "0"}
+
+
 class ListingSpec(pydantic.BaseModel):
     items: list[str]
 

@@ -1218,6 +1218,35 @@ def test_a_template_naming_another_template_is_a_mutation_error_not_the_custom_r
     assert not isinstance(caught.value, errors.InvalidSpec)
 
 
+@pytest.mark.parametrize(
+    ("expression", "spec", "message"),
+    [
+        ("cr.spec.pattern.format(name=cr.spec.name)", {"pattern": "{nme}-web", "name": "a"}, r"'nme' \(KeyError\)"),
+        (
+            "cr.spec.pattern.format(cr.spec.name)",
+            {"pattern": "{1}", "name": "a"},
+            r"tuple index out of range \(IndexError\)",
+        ),
+        ("cr.spec.pattern % {'name': cr.spec.name}", {"pattern": "%(nme)s", "name": "a"}, r"'nme' \(KeyError\)"),
+        (
+            "cr.spec.name.encode(cr.spec.pattern)",
+            {"pattern": "nope", "name": "a"},
+            r"unknown encoding: nope \(LookupError",
+        ),
+        ("{'b': 1}.pop(cr.spec.name)", {"name": "a"}, r"'a' \(KeyError\)"),
+    ],
+)
+def test_a_missing_key_or_index_an_expression_reads_in_a_value_is_an_invalid_spec_naming_the_line(
+    expression: str, spec: dict[str, Any], message: str
+) -> None:
+    # each escaped the render as Python's KeyError, IndexError or LookupError: retried for ever, as if the cluster
+    # could answer it, where another spec is what helps
+    template = f"kind: ConfigMap\nmetadata:\n  name: w\ndata:\n  value: '{{{{ {expression} }}}}'\n"
+
+    with pytest.raises(errors.InvalidSpec, match=f"^template line 5: {message}"):
+        templating.render_template(template, {"cr": widget(spec)})
+
+
 class LockSpec(pydantic.BaseModel):
     pin: pydantic.SecretStr
     code: pydantic.Secret[int]
@@ -1229,6 +1258,14 @@ class LockSpec(pydantic.BaseModel):
         "cr.spec.pin.get_secret_value() | int",
         "cr.spec.pin.get_secret_value() | float",
         "cr.spec.code.get_secret_value() ** 100000",
+        # errors of expressions on the value wrote it in their message, into the Ready condition
+        "[1, 2].index(cr.spec.pin.get_secret_value())",
+        "{'a': 1}.pop(cr.spec.pin.get_secret_value())",
+        "'%(x)s' % {cr.spec.pin.get_secret_value(): 1}",
+        "('{0:' ~ cr.spec.pin.get_secret_value() ~ '}').format(1)",
+        "cr.spec.pin.get_secret_value().split('-') | dictsort",
+        "range(cr.spec.code.get_secret_value() | string | int, 1, 0)[0]",
+        "[].pop(cr.spec.code.get_secret_value())",
     ],
 )
 def test_a_template_error_never_carries_a_secret_value(expression: str) -> None:

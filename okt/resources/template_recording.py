@@ -215,6 +215,30 @@ def _too_many_steps() -> None:
     )
 
 
+_ANY_PLACEHOLDER = re.compile("okt" + template_skeleton.NONCE + r"s\d+x", re.IGNORECASE)
+
+
+def filtered_block(text: str, result: Any) -> Any:
+    """The result of a ``{% filter %}`` block whose text is ``text``, refused (a MutationError) when the filter changed
+    the placeholders of the block's ``{{ }}`` values: ``{% filter upper %}{{ name }}{% endfilter %}`` made the
+    placeholder another text, written into the child in the value's stead (another at each process), and the value
+    lost, silently. A filter that keeps them (``trim``) places each value as ``{{ }}`` does."""
+    if recorded.get() is None:
+        return result
+    went_in = _PLACEHOLDER.findall(text)
+    came_out = _ANY_PLACEHOLDER.findall(str(result))
+    if went_in != came_out:
+        raise errors.MutationError(
+            "template error: a {% filter %} block changed the {{ }} values it holds: okt places each value as data "
+            "once the template's text is made, so the block's filter never sees the value; filter the value itself "
+            "({{ name | upper }})"
+        )
+    return result
+
+
+_PLACEHOLDER = re.compile("okt" + template_skeleton.NONCE + r"s\d+x")
+
+
 def join_text(parts: tuple[Any, ...]) -> str:
     """``~``: :func:`okt.resources.template_limits.join_text`, refusing a pydantic secret (its text is the mask)."""
     for part in parts:

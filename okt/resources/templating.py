@@ -61,10 +61,13 @@ Guarantees:
   :class:`okt.errors.MutationError` naming the line, and lists and dicts the template builds itself change as Python
   changes them (:mod:`okt.resources.template_readonly`);
 * the same values render the same object: ``| random`` and ``lipsum``, which give another value at each render (the
-  child's checksum changing at each reconcile, and okt rewriting it), do not compile.
+  child's checksum changing at each reconcile, and okt rewriting it), do not compile;
+* a ``{% filter %}`` block, whose result is the template's own text, takes constants only and holds no ``{{ }}`` (but
+  ``indent``, which leaves its text as it is): it does not compile otherwise (a value in its arguments was YAML
+  text, and its filter filtered the placeholders of the values it held, never the values).
 
-Caveats: an expression in a YAML comment places nothing; ``{% filter %}`` blocks and string operations on a captured
-block see placeholders, not values; ``| indent`` places its value unchanged (a value is never text YAML re-indents);
+Caveats: an expression in a YAML comment places nothing; string operations on a captured block see placeholders, not
+values; ``| indent`` places its value unchanged (a value is never text YAML re-indents);
 another filter after ``to_yaml`` or ``tojson`` (``| trim``) makes its text a string.
 """
 
@@ -108,6 +111,21 @@ class _CodeGenerator(jinja2.compiler.CodeGenerator):
         node.iter = jinja2.nodes.Call(jinja2.nodes.EnvironmentAttribute("counted"), [node.iter], [], None, None)
         super().visit_For(node, frame)
 
+    def visit_FilterBlock(self, node: jinja2.nodes.FilterBlock, frame: jinja2.compiler.Frame) -> None:  # noqa: N802
+        # Jinja2's own, its result checked against the block's text by template_recording.filtered_block: the
+        # placeholders of the block's values must come out of the filter as they went in.
+        filter_frame = frame.inner()
+        filter_frame.symbols.analyze_node(node)
+        self.enter_frame(filter_frame)
+        self.buffer(filter_frame)
+        self.blockvisit(node.body, filter_frame)
+        self.start_write(frame, node)
+        self.write(f"environment.filtered_block(environment.block_text({filter_frame.buffer}), ")
+        self.visit_Filter(node.filter, filter_frame)
+        self.write(")")
+        self.end_write(frame)
+        self.leave_frame(filter_frame)
+
     def visit_Concat(self, node: jinja2.nodes.Concat, frame: jinja2.compiler.Frame) -> None:  # noqa: N802
         self.write("environment.join_text((")
         for argument in node.nodes:
@@ -144,6 +162,8 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
     code_generator_class = _CodeGenerator
     join_text = staticmethod(template_recording.join_text)
     counted = staticmethod(template_recording.counted)
+    filtered_block = staticmethod(template_recording.filtered_block)
+    block_text = staticmethod("".join)
 
     def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:
         return template_limits.binop(operator, left, right)
@@ -325,6 +345,64 @@ for _name in template_filters.LISTED:
     _ENV.filters[_name] = template_filters.listed(_ENV.filters[_name])
 
 
+_CONSTANT = (
+    jinja2.nodes.Const,
+    jinja2.nodes.List,
+    jinja2.nodes.Tuple,
+    jinja2.nodes.Dict,
+    jinja2.nodes.Pair,
+    jinja2.nodes.Keyword,
+    jinja2.nodes.Neg,
+    jinja2.nodes.Pos,
+)
+"""The nodes of a ``{% filter %}`` block's arguments: constants, written in the template."""
+_VALUE_IN_FILTER_BLOCK = (
+    "a {% filter %} block's arguments must be constants: its result is the template's own YAML text, and a value "
+    "written into it (replace('NAME', cr.spec.name), format(...)) would change the child's structure with a line "
+    "break or ': '; place the value with {{ }}"
+)
+
+
+_FILTERED_VALUE = (
+    "a {% filter %} block holding {{ }} filters the template's text, never the values (okt places each value as data "
+    "once the text is made, so {% filter lower %}{{ name }}{% endfilter %} placed the name unchanged, and upper made "
+    "its placeholder the child's text); filter the value itself: {{ name | lower }}"
+)
+_TEXT_ONLY_FILTERS = frozenset({"indent"})
+"""The filters a ``{% filter %}`` block holding ``{{ }}`` may have: okt's ``indent`` leaves its text as it is."""
+
+
+def _refuse_values_in_filter_blocks(source: jinja2.nodes.Template) -> None:
+    """Refuse a ``{% filter %}`` block whose filters take anything but constants, or that holds ``{{ }}`` values (but
+    for ``indent``), at compile time: the block's result is written into the skeleton, the template's own text, so a
+    value in its arguments was YAML text, never data, and its filter made text of the values' placeholders."""
+    for block in source.find_all(jinja2.nodes.FilterBlock):
+        names = []
+        chain: jinja2.nodes.Node | None = block.filter
+        while isinstance(chain, jinja2.nodes.Filter):
+            names.append(chain.name)
+            for argument in [*chain.args, *chain.kwargs, chain.dyn_args, chain.dyn_kwargs]:
+                if argument is not None and not all(isinstance(n, _CONSTANT) for n in _nodes(argument)):
+                    raise jinja2.TemplateSyntaxError(_VALUE_IN_FILTER_BLOCK, block.lineno)
+            chain = chain.node
+        if not _TEXT_ONLY_FILTERS.issuperset(names) and any(_places_values(output) for output in block.body):
+            raise jinja2.TemplateSyntaxError(_FILTERED_VALUE, block.lineno)
+
+
+def _places_values(node: jinja2.nodes.Node) -> bool:
+    """Whether ``node`` holds a ``{{ }}``: an output of anything but the template's own text."""
+    return any(
+        not isinstance(item, jinja2.nodes.TemplateData)
+        for output in _nodes(node)
+        if isinstance(output, jinja2.nodes.Output)
+        for item in output.nodes
+    )
+
+
+def _nodes(node: jinja2.nodes.Node) -> list[jinja2.nodes.Node]:
+    return [node, *node.find_all(jinja2.nodes.Node)]
+
+
 def _refuse_random(source: jinja2.nodes.Template) -> None:
     """Refuse ``| random`` and ``lipsum`` where the template names them, at compile time (its filters named by a
     string, ``| map('random')``, are refused when they run)."""
@@ -338,7 +416,9 @@ def _refuse_random(source: jinja2.nodes.Template) -> None:
 @functools.lru_cache(maxsize=512)
 def _compiled(template: str) -> jinja2.Template:
     with _compile_lock:
-        _refuse_random(_ENV.parse(template))
+        parsed = _ENV.parse(template)
+        _refuse_random(parsed)
+        _refuse_values_in_filter_blocks(parsed)
         compiled = _ENV.from_string(template)
     # Jinja2 keeps a template's globals as a ChainMap over the environment's, so a global added later shows; okt's
     # environment never changes once built, and merging a ChainMap into each render's context took most of the

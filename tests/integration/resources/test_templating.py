@@ -415,6 +415,67 @@ def test_an_expression_failing_on_a_value_is_an_invalid_spec_whose_message_holds
     assert live["data"] == {"greeting": "hello good", "pin": "0"}
 
 
+class ShoutSpec(pydantic.BaseModel):
+    word: str
+
+
+class ShoutConfig(okt.MutableResource):
+    """The custom resource's word upper-cased, by filtering the value itself."""
+
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}-shout
+  namespace: {{ namespace }}
+data:
+  word: {{ cr.spec.word | upper }}
+"""
+
+
+class ShoutReconciler(shared.WidgetReconciler):
+    spec_model = ShoutSpec
+    owns = (ShoutConfig,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [ShoutConfig(ctx.cr)]
+
+
+SHOUT_HEAD = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}-shout
+  namespace: {{ namespace }}
+data:
+"""
+FILTER_BLOCKS = {
+    # the word's text in the YAML: a line break added a field to the ConfigMap
+    "value-in-arguments": SHOUT_HEAD + '{% filter replace("WORD", cr.spec.word) %}\n  word: WORD\n{% endfilter %}\n',
+    # the word's placeholder upper-cased: the ConfigMap held OKT<...>S0X, the word lost
+    "value-in-body": SHOUT_HEAD + "  word: {% filter upper %}{{ cr.spec.word }}{% endfilter %}\n",
+}
+
+
+@pytest.mark.parametrize("template", FILTER_BLOCKS.values(), ids=FILTER_BLOCKS.keys())
+def test_a_filter_block_taking_or_holding_a_value_stops_the_class_and_the_value_filtered_itself_is_data(
+    kube: kube_client.Client, namespace: str, widget_kind: kinds.Kind, template: str
+) -> None:
+    with pytest.raises(ValueError, match=r"^FilterBlockConfig.template line \d+: a \{% filter %\} block"):
+        type("FilterBlockConfig", (ShoutConfig,), {"template": template})
+    word = "loud\n  injected: 'yes'"
+    shared.make_widget(kube, widget_kind, namespace, NAME, word=word)
+
+    run = shared.reconcile_widget(ShoutReconciler(), kube, widget_kind, namespace, NAME)
+
+    assert run.outcome == okt.Outcome.done()
+    live = shared.get_child(kube, "v1", "ConfigMap", namespace, f"{NAME}-shout")
+    assert live is not None
+    assert live["data"] == {"word": word.upper()}
+
+
 class ListingSpec(pydantic.BaseModel):
     items: list[str]
 

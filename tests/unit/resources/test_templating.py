@@ -1247,6 +1247,44 @@ def test_a_missing_key_or_index_an_expression_reads_in_a_value_is_an_invalid_spe
         templating.render_template(template, {"cr": widget(spec)})
 
 
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        # the custom resource's text written into the YAML: a name holding a line break added fields
+        ('{% filter replace("NAME", cr.spec.name) %}\nname: NAME\n{% endfilter %}', "arguments must be constants"),
+        ("{% filter format(cr.spec.name) %}\nname: %s\n{% endfilter %}", "arguments must be constants"),
+        ('{% filter trim | replace("NAME", name) %}\nname: NAME\n{% endfilter %}', "arguments must be constants"),
+        ("{% filter replace(*cr.spec.pair) %}\nname: a\n{% endfilter %}", "arguments must be constants"),
+        # the value's placeholder filtered: upper wrote it into the child, lower placed the name unchanged
+        ("name: {% filter upper %}{{ cr.spec.name }}{% endfilter %}", "holding {{ }} filters the template's text"),
+        ("name: {% filter lower %}x-{{ cr.spec.name }}{% endfilter %}", "holding {{ }} filters the template's text"),
+        ("{% filter trim %}\nname: {{ cr.spec.name }}\n{% endfilter %}", "holding {{ }} filters the template's text"),
+    ],
+)
+def test_a_filter_block_taking_or_holding_values_does_not_compile(template: str, message: str) -> None:
+    source = f"kind: X\n{template}\n"
+
+    wrong = templating.syntax_error(source)
+
+    assert wrong is not None and wrong.startswith("line 2: a {% filter %} block") and message in wrong
+    with pytest.raises(errors.MutationError, match=r"a \{% filter %\} block"):
+        templating.render_template(source, {"cr": widget({"name": "x\nhostNetwork: true", "pair": ["a", "b"]})})
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ('{% filter replace("NAME", "web") | upper %}\nname: NAME\n{% endfilter %}', {"NAME": "WEB"}),
+        ("name: {% filter indent(4) %}{{ cr.spec.name }}{% endfilter %}", {"name": "x\nhostNetwork: true"}),
+        ("{% filter trim %}\nname: {% if cr.spec.name %}set{% endif %}\n{% endfilter %}", {"name": "set"}),
+    ],
+)
+def test_a_filter_block_of_constants_over_the_templates_own_text_filters_it(template: str, expected: Any) -> None:
+    rendered = templating.render_template(f"kind: X\n{template}\n", {"cr": widget({"name": "x\nhostNetwork: true"})})
+
+    assert rendered == {"kind": "X", **expected}
+
+
 class LockSpec(pydantic.BaseModel):
     pin: pydantic.SecretStr
     code: pydantic.Secret[int]

@@ -781,31 +781,35 @@ def test_an_object_deleted_with_okts_finalizer_on_is_reconciled_as_being_deleted
         CleanedWidgets, client, cache_mod.Cache(client), reconcile=reconcile, backoff=NO_JITTER
     )
     controller.watch()  # the store is what the controller asks whether the object is still there
-    assert controller.cache.wait_for_sync(5)
-    last = {
-        "apiVersion": "example.io/v1",
-        "kind": "Widget",
-        "metadata": {"name": "w", "namespace": "ns", "uid": "u1", "finalizers": ["example.io/cleanup"]},
-    }
-    controller.on_primary_event("DELETED", last, None)
-    assert len(controller.queue) == 1
+    try:
+        assert controller.cache.wait_for_sync(5)
+        last = {
+            "apiVersion": "example.io/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "ns", "uid": "u1", "finalizers": ["example.io/cleanup"]},
+        }
+        controller.on_primary_event("DELETED", last, None)
+        assert len(controller.queue) == 1
 
-    client.fail("get", "widgets", errors.ApiError.from_status(503, "ServiceUnavailable", "the API is down"))
-    with structlog.testing.capture_logs() as logged:
-        first = controller.process(("ns", "w"))  # the API cannot say whether it is gone: retried, nothing reconciled
-    assert first.kind is results_mod.OutcomeKind.RETRY
-    assert controller.queue.failures(("ns", "w")) == 1  # its retry is kept: the cleanup is still due
-    assert seen == []
-    assert [entry["log_level"] for entry in logged] == ["warning"]  # an outage, not a reconcile that raised
+        client.fail("get", "widgets", errors.ApiError.from_status(503, "ServiceUnavailable", "the API is down"))
+        with structlog.testing.capture_logs() as logged:
+            # the API cannot say whether it is gone: retried, nothing reconciled
+            first = controller.process(("ns", "w"))
+        assert first.kind is results_mod.OutcomeKind.RETRY
+        assert controller.queue.failures(("ns", "w")) == 1  # its retry is kept: the cleanup is still due
+        assert seen == []
+        assert [entry["log_level"] for entry in logged] == ["warning"]  # an outage, not a reconcile that raised
 
-    second = controller.process(("ns", "w"))  # gone: reconciled on its last state, marked as being deleted
-    assert second.kind is results_mod.OutcomeKind.DONE
-    assert len(seen) == 1 and seen[0] is not None
-    assert seen[0]["metadata"]["uid"] == "u1"
-    assert seen[0]["metadata"]["deletionTimestamp"]
+        second = controller.process(("ns", "w"))  # gone: reconciled on its last state, marked as being deleted
+        assert second.kind is results_mod.OutcomeKind.DONE
+        assert len(seen) == 1 and seen[0] is not None
+        assert seen[0]["metadata"]["uid"] == "u1"
+        assert seen[0]["metadata"]["deletionTimestamp"]
 
-    controller.process(("ns", "w"))  # its cleanup succeeded: the next reconcile of the key finds nothing
-    assert seen[-1] is None
+        controller.process(("ns", "w"))  # its cleanup succeeded: the next reconcile of the key finds nothing
+        assert seen[-1] is None
+    finally:
+        controller.cache.stop()  # its informer, left running, would try to watch the fake for ever
 
 
 def test_the_queue_depth_by_priority_is_never_negative_while_a_sweep_comes_and_goes(

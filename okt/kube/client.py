@@ -884,8 +884,9 @@ class Client:
 
     def open_socket(self, timeout: float) -> transport.Socket:
         """A connection to the API server for a stream the session does not carry (a websocket): TLS as every other
-        connection (:attr:`tls`), through the proxy the session would use, and the thread's ``ready`` asked once it
-        is made (see :func:`okt.kube.transport.asked_once_connected`).
+        connection (:attr:`tls`, with the client certificate a credential plugin last gave, offered to the API server
+        and to an ``https://`` proxy as the session's requests offer it), through the proxy the session would use, and
+        the thread's ``ready`` asked once it is made (see :func:`okt.kube.transport.asked_once_connected`).
 
         Raises:
             OSError: it could not be made.
@@ -895,12 +896,13 @@ class Client:
         parts = urllib.parse.urlsplit(self._base)
         host = parts.hostname or ""
         https = parts.scheme == "https"
-        context = self.tls.context() if https else None
+        tls = self._adapter.tls()  # a credential plugin's client certificate of the moment, as the session's
+        context = tls.context() if https else None
         proxy = requests.utils.select_proxy(self._base, self._proxies)
-        proxy_context = self.tls.proxy_context() if proxy and proxy.lower().startswith("https:") else None
+        proxy_context = tls.proxy_context() if proxy and proxy.lower().startswith("https:") else None
         port = parts.port or (443 if https else 80)
         return transport.open_socket(
-            host, port, context, self.tls.server_name or host, timeout, proxy=proxy, proxy_context=proxy_context
+            host, port, context, tls.server_name or host, timeout, proxy=proxy, proxy_context=proxy_context
         )
 
     def credential_headers(self) -> dict[str, str]:

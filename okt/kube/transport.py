@@ -126,14 +126,16 @@ _POOLS: dict[str, type[urllib3.HTTPConnectionPool]] = {"http": _HTTPPool, "https
 class SessionAdapter(pykube.http.KubernetesHTTPAdapter):  # type: ignore[misc]  # pykube is untyped
     """pykube's adapter (its credentials, refreshed as pykube does) whose connections ask :func:`connected` once made,
     directly and through an HTTP proxy (a SOCKS proxy's connections are urllib3's own: not asked), whose connections
-    to an ``https://`` proxy are made with :meth:`TLS.proxy_context` (as kubectl makes them), and whose requests all
-    carry ``impersonation``'s headers (see :func:`okt.kube.kubeconfig.impersonation`)."""
+    to an ``https://`` proxy are made with :meth:`TLS.proxy_context` (as kubectl makes them, offering a credential
+    plugin's client certificate too), and whose requests all carry ``impersonation``'s headers (see
+    :func:`okt.kube.kubeconfig.impersonation`)."""
 
     def __init__(
         self, kube_config: pykube.KubeConfig, *, impersonation: Sequence[tuple[str, str]] = (), **kwargs: Any
     ) -> None:
         super().__init__(kube_config, **kwargs)
         self.impersonation = tuple(impersonation)
+        self._offering: tuple[tuple[str, str], ssl.SSLContext] | None = None
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
@@ -151,6 +153,48 @@ class SessionAdapter(pykube.http.KubernetesHTTPAdapter):  # type: ignore[misc]  
         if name:  # pykube gives it to its direct pools only: through a proxy, the server's name is checked as well
             manager.connection_pool_kw.update(server_hostname=name, assert_hostname=name)
         return manager
+
+    def get_connection_with_tls_context(
+        self,
+        request: requests.PreparedRequest,
+        verify: bool | str | None,
+        proxies: Mapping[str, str] | None = None,
+        cert: tuple[str, str] | str | None = None,
+    ) -> urllib3.HTTPConnectionPool:
+        """The pool for ``request``; through an ``https://`` proxy with a client certificate other than the
+        kubeconfig's (a credential plugin's, written anew by pykube's adapter each time it runs the plugin), one
+        whose connections offer that certificate to the proxy too, as kubectl's transport offers the plugin's
+        (client-go's exec authenticator gives the TLS config its certificate of the moment)."""
+        proxy = requests.utils.select_proxy(request.url or "", proxies)
+        tls = TLS.of(self.kube_config)
+        if not isinstance(cert, tuple) or cert == tls.cert or not proxy or not proxy.lower().startswith("https:"):
+            return super().get_connection_with_tls_context(request, verify, proxies, cert)  # type: ignore[no-any-return]
+        try:
+            host, pool_kwargs = self.build_connection_pool_key_attributes(request, verify, cert)
+        except ValueError as exc:
+            raise requests.exceptions.InvalidURL(exc, request=request) from None
+        manager = self.proxy_manager_for(proxy)
+        assert isinstance(manager, urllib3.ProxyManager) and manager.proxy_config is not None  # an https proxy's
+        # urllib3 keeps pools by their settings, the proxy's among them: one for each certificate offered
+        pool_kwargs["_proxy_config"] = manager.proxy_config._replace(ssl_context=self._proxy_context(tls, cert))
+        pool: urllib3.HTTPConnectionPool = manager.connection_from_host(**host, pool_kwargs=pool_kwargs)
+        return pool
+
+    def tls(self) -> TLS:
+        """The TLS settings of a connection made now: the kubeconfig's (:meth:`TLS.of`), with the client certificate
+        the credential plugin gave when it last ran (pykube's adapter runs it for each request, and keeps what it
+        gives in files of its own) where the kubeconfig names none — as the session's next request offers it."""
+        tls = TLS.of(self.kube_config)
+        if tls.cert is None and self.cert is not None and self.key is not None:
+            return dataclasses.replace(tls, cert=(self.cert.name, self.key.name))
+        return tls
+
+    def _proxy_context(self, tls: TLS, cert: tuple[str, str]) -> ssl.SSLContext:
+        """:meth:`TLS.proxy_context` offering ``cert``, made once for each certificate (the last one kept)."""
+        made = self._offering
+        if made is None or made[0] != cert:
+            made = self._offering = (cert, dataclasses.replace(tls, cert=cert).proxy_context())
+        return made[1]
 
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
         if self.impersonation:

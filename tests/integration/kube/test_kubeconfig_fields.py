@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib.util
 import pathlib
+import shutil
+import sys
 import urllib.parse
 from typing import Any
 
@@ -223,3 +225,67 @@ def test_an_https_proxy_lets_okt_through_exactly_where_it_lets_kubectl_through(
         THROUGH if kubectl_goes_through else REFUSED
     )
     assert bool(proxy.targets) is kubectl_goes_through  # a refused proxy was never asked for a tunnel
+
+
+CERTIFICATE_PLUGIN = """#!{python}
+import json, os, pathlib
+certificate, key = (pathlib.Path(os.environ[name]).read_text() for name in ("CERTIFICATE", "KEY"))
+status = {{"clientCertificateData": certificate, "clientKeyData": key}}
+print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": status}}))
+"""
+"""A credential plugin giving the client certificate and key of the files ``$CERTIFICATE`` and ``$KEY`` name."""
+
+ANONYMOUS = {"get": "Forbidden", "list": "Forbidden", "watch": "Forbidden", "exec": "Forbidden"}
+"""What :func:`every_way` meets past the proxy with no token: the API server asks no client certificate, so the
+plugin's leaves every request anonymous, refused by RBAC (where a proxy that refused it gives ``Unavailable``)."""
+
+
+def test_an_https_proxy_is_offered_the_client_certificate_a_credential_plugin_gives_as_kubectl_offers_it(
+    control_plane: envtest.ControlPlane, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """kubectl offers an https proxy whatever client certificate its transport holds, a credential plugin's too
+    (client-go's exec authenticator gives the TLS config the plugin's certificate of the moment). okt's every way
+    offers it as well, and the plugin's next one once it gives another: a certificate of a CA the proxy does not
+    accept is refused by both, then one of its CA lets both through."""
+    (tmp_path / "accepted").mkdir()
+    (tmp_path / "other").mkdir()
+    client_ca, accepted = connect_proxy.client_certificate(tmp_path / "accepted")
+    _, other = connect_proxy.client_certificate(tmp_path / "other")
+    certificate, key = tmp_path / "plugin.crt", tmp_path / "plugin.key"
+    plugin = tmp_path / "plugin"
+    plugin.write_text(CERTIFICATE_PLUGIN.format(python=sys.executable))
+    plugin.chmod(0o700)
+
+    def plugin_gives(fields: dict[str, str]) -> None:
+        shutil.copyfile(fields["client-certificate"], certificate)
+        shutil.copyfile(fields["client-key"], key)
+
+    exec_spec = {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "command": str(plugin),
+        "env": [{"name": "CERTIFICATE", "value": str(certificate)}, {"name": "KEY", "value": str(key)}],
+    }
+    plugin_gives(other)
+    with connect_proxy.proxied_kubeconfig(
+        control_plane, tmp_path, "https", server_name=None, client_ca=client_ca, user={"exec": exec_spec}
+    ) as (proxy, kubeconfig):
+        doc = yaml.safe_load(kubeconfig.read_text())
+        del doc["users"][0]["user"]["token"]  # the plugin's certificate is all the user has
+        envtest.write_private(kubeconfig, yaml.safe_dump(doc))
+        client = kube_client.Client.from_kubeconfig(kubeconfig)
+        try:
+            refused_kubectl = kubectl.kubectl(kubeconfig, "get", "--raw", "/version", "--request-timeout=20s")
+            refused = every_way(client, namespace)
+            refused_targets = list(proxy.targets)
+            plugin_gives(accepted)
+            through_kubectl = kubectl.kubectl(kubeconfig, "get", "--raw", "/version", "--request-timeout=20s")
+            through = every_way(client, namespace)
+        finally:
+            client.close()
+
+    assert refused_kubectl.returncode != 0
+    assert {way: type(exc).__name__ for way, exc in refused.items() if exc} == REFUSED
+    assert refused_targets == []
+    assert through_kubectl.returncode == 0, through_kubectl.stderr
+    assert {way: type(exc).__name__ for way, exc in through.items() if exc} == ANONYMOUS
+    assert proxy.targets

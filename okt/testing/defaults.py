@@ -11,8 +11,10 @@ defaults (Kubernetes 1.20's, ``k8s.io/kubernetes/pkg/apis/*/v1/defaults.go``) an
 stores them on every write of an object, from one table, :data:`DEFAULTS`.
 
 Guarantees: :func:`fill` changes nothing it is given (it answers a copy); it sets a field only where the write left
-it out, and only in the mapping that would hold it (a default never creates the object above it unless the table says
-so, as a Deployment's ``strategy``); the quantities of a kind that is not Kubernetes' own are left as written.
+it out or wrote a ``null`` (which the server decodes as left out: a field of the table holding one is dropped where it
+has no default there), and only in the mapping that would hold it (a default never creates the object above it unless
+the table says so, as a Deployment's ``strategy``); the quantities of a kind that is not Kubernetes' own are left as
+written.
 """
 
 from __future__ import annotations
@@ -180,7 +182,8 @@ def _fill(holder: Any, path: tuple[str, ...], value: Any) -> None:
         return
     if rest:
         _fill(holder.get(step), rest, value)
-    elif step not in holder:
+    elif holder.get(step) is None:
+        holder.pop(step, None)  # the server decodes a null as left out: defaulted, or not there
         found = value(holder) if callable(value) else copy.deepcopy(value)
         if found is not NONE:
             holder[step] = found

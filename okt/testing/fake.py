@@ -64,11 +64,20 @@ What it does as the API server does:
   ``sessionAffinity``...), and stores the quantities of Kubernetes' own kinds in their canonical form (``1024Mi`` as
   ``1Gi``, ``1000m`` as ``1``): a write that spells out a default, or another spelling of a quantity, is no change
   (same ``resourceVersion``, no new ``generation``), as on the server;
-* every write of an object through a verb is validated, once defaulted, against one table of fields that may not be
-  set together, :data:`okt.testing.validation.RULES`: a Deployment whose ``strategy.type`` is ``Recreate`` holding a
+* every write of an object through a verb is validated, once defaulted, against one table of the server's rules,
+  :data:`okt.testing.validation.RULES`: a Deployment whose ``strategy.type`` is ``Recreate`` holding a
   ``rollingUpdate`` — given, or left by the defaults of an earlier ``RollingUpdate`` strategy, which a merge, JSON or
   strategic merge patch or an apply of ``type: Recreate`` keeps — is the server's 422 (``spec.strategy.rollingUpdate:
-  Forbidden``); an update must drop it, a merge patch set it to ``null``;
+  Forbidden``); an update must drop it, a merge patch set it to ``null``. So are a StatefulSet's ``OnDelete``
+  ``updateStrategy`` holding a ``rollingUpdate`` (``spec.updateStrategy.rollingUpdate: Invalid value:
+  apps.RollingUpdateStatefulSetStrategy{Partition:0}: only allowed for updateStrategy 'RollingUpdate'``), a
+  Deployment's unknown ``strategy.type`` (``spec.strategy: Unsupported value: apps.DeploymentStrategy{...}``: where
+  the strategy holds a ``rollingUpdate`` the server writes its address, which the fake cannot match), each unnamed port
+  of a Service of several (``spec.ports[1].name: Required value``) and a ``nodePort`` on a ``ClusterIP`` Service
+  (``spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'``), named by a create or kept by an
+  update that makes it ``ClusterIP`` while it changes a node port; a ``null`` written in a field of the defaults'
+  table is left out, as the server decodes it (``strategy: {type: Recreate, rollingUpdate: null}`` is stored
+  ``{type: Recreate}``);
 * a Service is given a cluster IP (:mod:`okt.testing.services`), and a ``NodePort`` or ``LoadBalancer`` one a node port
   for each port naming none (and a ``healthCheckNodePort`` for ``externalTrafficPolicy: Local``), kept by an apply that
   leaves them out; a node port named that another Service holds (a node port or a health check node port) is the
@@ -141,8 +150,7 @@ Limits, on purpose:
   kinds that never change in place, :mod:`okt.testing.immutable`'s: a write changing a Deployment's selector, a
   StatefulSet's ``volumeClaimTemplates``, a Service's cluster IP, a PersistentVolumeClaim's spec or the data of an
   ``immutable`` ConfigMap is the server's 422, each side compared with the table's defaults, and of
-  :mod:`okt.testing.validation`'s table, above): a Deployment's unknown ``strategy.type``, a Service's ``nodePort``
-  left on a ``ClusterIP`` Service by a write that changes it, a ``healthCheckNodePort`` named that another Service holds
+  :mod:`okt.testing.validation`'s table, above): a ``healthCheckNodePort`` named that another Service holds
   (the server's 500) or changed are stored; no admission; no watch
   (:meth:`~FakeClient.watch` raises): run an operator under its manager on a real control plane
   (:class:`okt.testing.RunningOperator`) to test the runtime;
@@ -758,13 +766,14 @@ class FakeClient(kube_client.Client):
         Raises:
             okt.errors.Invalid: ``new`` is refused (nothing is written).
         """
+        # An update's fields of a type the Service no longer is are dropped before it is validated, as the server's are.
+        if services.is_service(new) and live is not None:
+            services.settle(live, new, self._cluster_ips())
         validation.check(kind, new)
         if not services.is_service(new):
             return
         if live is None:
             services.allocate(new, self._cluster_ips())
-        else:
-            services.settle(live, new, self._cluster_ips())
         others = {port for other, obj in self._objects.items() if other != key for port in services.node_ports(obj)}
         services.claim_node_ports(new, others, services.node_ports(live or {}))
         services.allocate_node_ports(new, self._node_ports())

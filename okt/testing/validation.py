@@ -1,13 +1,18 @@
-"""The API server's rules for fields of Kubernetes' own kinds that may not be set together, whatever the write.
+"""The API server's validation of fields of Kubernetes' own kinds, whatever the write: what may not be set together,
+what must be named, which values are known.
 
 Why this exists: a Deployment whose ``strategy.type`` is ``Recreate`` may not hold a ``rollingUpdate``, and the
 defaults of an earlier ``RollingUpdate`` strategy leave one (``maxSurge`` and ``maxUnavailable``, 25% each). Kubernetes
 1.20 neither clears it nor lets it through: a create, an update, a merge, JSON or strategic merge patch or an apply that
 makes the strategy ``Recreate`` and leaves the ``rollingUpdate`` there is a 422 (``spec.strategy.rollingUpdate:
 Forbidden: may not be specified when strategy `type` is 'Recreate'``) — an update must drop it, a merge patch set it to
-``null``. A fake that stored it would let a reconciler pass its unit tests that fails on every cluster.
-:class:`okt.testing.FakeClient` checks each object it is about to store, once its defaults are filled in
-(:mod:`okt.testing.defaults`), against one table, :data:`RULES` (``k8s.io/kubernetes/pkg/apis/*/validation``).
+``null``. So are a StatefulSet's ``OnDelete`` strategy with a ``rollingUpdate``, a Deployment's strategy of an unknown
+``type``, a Service of several ports one of which is unnamed, and a ``ClusterIP`` Service holding a ``nodePort`` (which
+an update making it ``ClusterIP`` keeps when it changes one). A fake that stored them would let a reconciler pass its
+unit tests that fails on every cluster. :class:`okt.testing.FakeClient` checks each object it is about to store, once
+its defaults are filled in (:mod:`okt.testing.defaults`) and, for an update of a Service, the fields of the type it no
+longer is dropped (:func:`okt.testing.services.settle`), against one table, :data:`RULES`
+(``k8s.io/kubernetes/pkg/apis/*/validation``).
 
 Guarantees: :func:`check` raises :class:`okt.errors.Invalid` naming every refused field, one cause each, or nothing;
 it changes nothing.
@@ -16,36 +21,106 @@ it changes nothing.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from okt import errors
 from okt.kube import kinds
 
+EACH = "*"
+"""A step of a :class:`Rule`'s path meaning every item of a list."""
+
 
 @dataclasses.dataclass(frozen=True)
-class Forbidden:
-    """A field the API server refuses (``FieldValueForbidden``) while the mapping that holds it has ``field`` equal
-    to ``value``: ``path`` names it from the object's root; a ``null`` is no value (the server decodes it as left
-    out)."""
+class Rule:
+    """A field the API server refuses, as its validation says it (``reason``: ``FieldValueForbidden``,
+    ``FieldValueRequired``...).
+
+    ``path`` names the field from the object's root (:data:`EACH` for every item of a list); ``broken`` answers,
+    given the whole object and the field's value (None where it is left out: the server decodes a ``null`` so), whether
+    it is refused there; ``message`` is what the server says of it, or a function of the value answering it.
+    """
 
     path: tuple[str, ...]
-    field: str
-    value: Any
-    message: str
+    reason: str
+    broken: Callable[[Mapping[str, Any], Any], bool]
+    message: str | Callable[[Any], str]
 
 
-RULES: dict[tuple[str, str], tuple[Forbidden, ...]] = {
+def _at(obj: Mapping[str, Any], *path: str) -> Any:
+    """The value at ``path`` in ``obj``, None where a step is missing."""
+    found: Any = obj
+    for step in path:
+        found = found.get(step) if isinstance(found, Mapping) else None
+    return found
+
+
+def _given_while(*path: str, value: str) -> Callable[[Mapping[str, Any], Any], bool]:
+    """A field that may not be given while the field at ``path`` is ``value``."""
+    return lambda obj, given: given is not None and _at(obj, *path) == value
+
+
+def _go(value: Any) -> str:
+    """A string as Go's ``%#v`` writes it."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _deployment_strategy(strategy: Mapping[str, Any]) -> str:
+    """The API server's words for an unknown strategy: the internal type Go prints, a pointer that is not nil written
+    as an address (the server's changes with each request, so none can be matched)."""
+    pointer = "nil" if strategy.get("rollingUpdate") is None else "0xc000000000"
+    rolling_update = f"(*apps.RollingUpdateDeployment)({pointer})"
+    value = f"apps.DeploymentStrategy{{Type:{_go(strategy.get('type'))}, RollingUpdate:{rolling_update}}}"
+    return f'Unsupported value: {value}: supported values: "Recreate", "RollingUpdate"'
+
+
+def _stateful_set_rolling_update(rolling_update: Mapping[str, Any]) -> str:
+    value = f"apps.RollingUpdateStatefulSetStrategy{{Partition:{rolling_update.get('partition') or 0}}}"
+    return f"Invalid value: {value}: only allowed for updateStrategy 'RollingUpdate'"
+
+
+RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
     ("apps/v1", "Deployment"): (
-        Forbidden(
+        Rule(
+            ("spec", "strategy"),
+            "FieldValueNotSupported",
+            lambda obj, strategy: _at(strategy, "type") not in ("Recreate", "RollingUpdate"),
+            _deployment_strategy,
+        ),
+        Rule(
             ("spec", "strategy", "rollingUpdate"),
-            "type",
-            "Recreate",
-            "may not be specified when strategy `type` is 'Recreate'",
+            "FieldValueForbidden",
+            _given_while("spec", "strategy", "type", value="Recreate"),
+            "Forbidden: may not be specified when strategy `type` is 'Recreate'",
+        ),
+    ),
+    ("apps/v1", "StatefulSet"): (
+        Rule(
+            ("spec", "updateStrategy", "rollingUpdate"),
+            "FieldValueInvalid",
+            _given_while("spec", "updateStrategy", "type", value="OnDelete"),
+            _stateful_set_rolling_update,
+        ),
+    ),
+    ("v1", "Service"): (
+        # One port may go unnamed; of several, each is told from the others by its name (an endpoint's port names it).
+        Rule(
+            ("spec", "ports", EACH, "name"),
+            "FieldValueRequired",
+            lambda obj, name: not name and len(_at(obj, "spec", "ports") or ()) > 1,
+            "Required value",
+        ),
+        # An update making a Service ClusterIP while it changes a node port keeps them all (services.settle).
+        Rule(
+            ("spec", "ports", EACH, "nodePort"),
+            "FieldValueForbidden",
+            lambda obj, port: bool(port) and _at(obj, "spec", "type") == "ClusterIP",
+            "Forbidden: may not be used when `type` is 'ClusterIP'",
         ),
     ),
 }
-"""Each kind's fields that may not be set together with another's value."""
+"""Each kind's rules, in the order the API server checks them."""
 
 
 def check(kind: kinds.Kind, obj: Mapping[str, Any]) -> None:
@@ -53,15 +128,18 @@ def check(kind: kinds.Kind, obj: Mapping[str, Any]) -> None:
     validation would, where it breaks a rule of :data:`RULES`.
 
     Raises:
-        okt.errors.Invalid: naming every refused field, one cause each, in the API server's words.
+        okt.errors.Invalid: naming every refused field, one cause each, in the API server's words (several bracketed,
+            as the server lists them).
     """
     causes = [
-        errors.StatusCause("FieldValueForbidden", f"Forbidden: {rule.message}", ".".join(rule.path))
+        errors.StatusCause(rule.reason, rule.message if isinstance(rule.message, str) else rule.message(value), field)
         for rule in RULES.get((kind.api_version, kind.kind), ())
-        if _broken(rule, obj)
+        for field, value in _fields(obj, rule.path)
+        if rule.broken(obj, value)
     ]
     if causes:
         said = ", ".join(f"{cause.field}: {cause.message}" for cause in causes)
+        said = said if len(causes) == 1 else f"[{said}]"
         raise errors.ApiError.from_status(422, "Invalid", f"{invalid(kind, obj)}: {said}", causes=causes)
 
 
@@ -73,10 +151,15 @@ def invalid(kind: kinds.Kind, obj: Mapping[str, Any]) -> str:
     return f'{kind.kind}{"." + group if group else ""} "{name}" is invalid'
 
 
-def _broken(rule: Forbidden, obj: Mapping[str, Any]) -> bool:
-    holder: Any = obj
-    for step in rule.path[:-1]:
-        holder = holder.get(step) if isinstance(holder, Mapping) else None
-    if not isinstance(holder, Mapping):
-        return False
-    return holder.get(rule.field) == rule.value and holder.get(rule.path[-1]) is not None
+def _fields(obj: Any, path: tuple[str, ...], named: str = "") -> Iterator[tuple[str, Any]]:
+    """Each field ``path`` names in ``obj``, as the API server names it (``spec.ports[1].name``), with its value (None
+    where it is left out); nothing below a mapping or a list that is not there."""
+    if not path:
+        yield named, obj
+        return
+    step, rest = path[0], path[1:]
+    if step == EACH:
+        for index, item in enumerate(obj if isinstance(obj, list) else ()):
+            yield from _fields(item, rest, f"{named}[{index}]")
+    elif isinstance(obj, Mapping):
+        yield from _fields(obj.get(step), rest, f"{named}.{step}" if named else step)

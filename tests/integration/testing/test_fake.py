@@ -921,6 +921,7 @@ def test_an_apply_to_the_status_changes_only_the_status(api: Api) -> None:
 
 SERVICE = kinds.BUILTIN[("v1", "Service")]
 DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
+STATEFUL_SET = kinds.BUILTIN[("apps/v1", "StatefulSet")]
 
 
 def service(api: Api, *ports: tuple[str, int]) -> dict[str, Any]:
@@ -1368,3 +1369,97 @@ def test_a_recreate_deployment_may_not_keep_a_rolling_update_even_the_one_the_se
     assert raised.value.api_message == f'Deployment.apps "d" is invalid: spec.strategy.rollingUpdate: {recreate}'
     assert created["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": "25%", "maxSurge": "25%"}
     assert patched["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_a_null_rolling_update_is_left_out_then_defaulted_only_for_a_rolling_update_strategy(api: Api) -> None:
+    rolling = api.client.create(_deployment(api, strategy={"rollingUpdate": None}))
+    recreate_strategy = {"type": "Recreate", "rollingUpdate": None}
+    named_e = {"name": "e", "namespace": api.namespace}
+    recreate = api.client.create({**_deployment(api, strategy=recreate_strategy), "metadata": named_e})
+
+    assert rolling["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+    }
+    assert recreate["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_a_deployment_strategy_of_an_unknown_type_is_not_supported(api: Api) -> None:
+    unsupported = (
+        'Unsupported value: apps.DeploymentStrategy{Type:"Blue", RollingUpdate:(*apps.RollingUpdateDeployment)(nil)}: '
+        'supported values: "Recreate", "RollingUpdate"'
+    )
+    with pytest.raises(errors.Invalid) as raised:
+        api.client.create(_deployment(api, strategy={"type": "Blue"}))
+
+    assert [(cause.reason, cause.field, cause.message) for cause in raised.value.causes] == [
+        ("FieldValueNotSupported", "spec.strategy", unsupported)
+    ]
+    assert raised.value.api_message == f'Deployment.apps "d" is invalid: spec.strategy: {unsupported}'
+
+
+def test_each_unnamed_port_of_a_service_of_several_is_required(api: Api) -> None:
+    ports = [{"name": "a", "port": 80}, {"port": 81}, {"port": 82}]
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": api.namespace}}
+    with pytest.raises(errors.Invalid) as raised:
+        api.client.create({**service, "spec": {"ports": ports}})
+
+    one = api.client.create({**service, "spec": {"ports": ports[1:2]}})
+
+    assert [(cause.reason, cause.field, cause.message) for cause in raised.value.causes] == [
+        ("FieldValueRequired", "spec.ports[1].name", "Required value"),
+        ("FieldValueRequired", "spec.ports[2].name", "Required value"),
+    ]
+    assert raised.value.api_message == (
+        'Service "s" is invalid: [spec.ports[1].name: Required value, spec.ports[2].name: Required value]'
+    )
+    assert one["spec"]["ports"] == [{"port": 81, "protocol": "TCP", "targetPort": 81}]
+    api.client.delete(SERVICE, "s", api.namespace)  # frees its cluster IP for the next run on this control plane
+
+
+def test_a_service_made_cluster_ip_while_the_write_changes_its_node_port_is_invalid(api: Api) -> None:
+    # Node ports are the whole cluster's: each is picked by the allocator, so none is one another test holds.
+    api.client.create(_node_port_service(api, "a", None))
+    other = api.client.create(_node_port_service(api, "b", None))["spec"]["ports"][0]["nodePort"]
+    changed = {**_node_port_service(api, "a", other)["spec"], "type": "ClusterIP"}
+    try:
+        with pytest.raises(errors.Invalid) as raised:
+            api.client.patch(SERVICE, "a", {"spec": changed}, api.namespace)
+    finally:
+        for name in ("a", "b"):
+            api.client.delete(SERVICE, name, api.namespace)  # frees their node ports for the next run
+
+    forbidden = "Forbidden: may not be used when `type` is 'ClusterIP'"
+    assert [(cause.reason, cause.field, cause.message) for cause in raised.value.causes] == [
+        ("FieldValueForbidden", "spec.ports[0].nodePort", forbidden)
+    ]
+    assert raised.value.api_message == f'Service "a" is invalid: spec.ports[0].nodePort: {forbidden}'
+
+
+def test_a_stateful_set_deleted_pod_by_pod_may_not_hold_a_rolling_update_even_the_defaulted_one(api: Api) -> None:
+    template = _deployment(api)["spec"]["template"]
+    spec = {"selector": {"matchLabels": {"app": "d"}}, "serviceName": "d", "template": template}
+    body = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "d", "namespace": api.namespace}}
+    refused: list[tuple[str, str, str]] = []
+    with pytest.raises(errors.Invalid) as raised:
+        on_delete = {"type": "OnDelete", "rollingUpdate": {"partition": 2}}
+        api.client.create({**body, "spec": {**spec, "updateStrategy": on_delete}})
+    refused += [(cause.reason, cause.field, cause.message) for cause in raised.value.causes]
+    created = api.client.create({**body, "spec": spec})
+    with pytest.raises(errors.Invalid) as raised:
+        api.client.patch(STATEFUL_SET, "d", {"spec": {"updateStrategy": {"type": "OnDelete"}}}, api.namespace)
+    refused += [(cause.reason, cause.field, cause.message) for cause in raised.value.causes]
+
+    cleared = {"updateStrategy": {"type": "OnDelete", "rollingUpdate": None}}
+    patched = api.client.patch(STATEFUL_SET, "d", {"spec": cleared}, api.namespace)
+
+    only = "only allowed for updateStrategy 'RollingUpdate'"
+    assert refused == [
+        ("FieldValueInvalid", "spec.updateStrategy.rollingUpdate", f"Invalid value: {value}: {only}")
+        for value in (
+            "apps.RollingUpdateStatefulSetStrategy{Partition:2}",
+            "apps.RollingUpdateStatefulSetStrategy{Partition:0}",
+        )
+    ]
+    assert created["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+    assert patched["spec"]["updateStrategy"] == {"type": "OnDelete"}

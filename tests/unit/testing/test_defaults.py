@@ -170,3 +170,15 @@ def test_a_stateful_set_s_claim_templates_are_stored_as_whole_claims() -> None:
             "status": {"phase": "Pending"},
         }
     ]
+
+
+def test_a_null_is_left_out_as_the_server_decodes_it_then_defaulted_where_the_holder_says_so() -> None:
+    rolling = defaults.fill(_deployment(strategy={"rollingUpdate": None}, replicas=None))
+    recreate = defaults.fill(_deployment(strategy={"type": "Recreate", "rollingUpdate": None}))
+
+    assert rolling["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+    }
+    assert rolling["spec"]["replicas"] == 1
+    assert recreate["spec"]["strategy"] == {"type": "Recreate"}

@@ -1027,7 +1027,7 @@ def test_a_write_changing_a_field_that_never_changes_in_place_is_refused_naming_
     [
         (_workload("Deployment", "a"), {"spec": {"replicas": 3}, "metadata": {"labels": {"x": "1"}}}),
         (_workload("StatefulSet", "a"), {"spec": {"replicas": 3, "template": {"metadata": {"labels": {"v": "2"}}}}}),
-        (_workload("StatefulSet", "a"), {"spec": {"updateStrategy": {"type": "OnDelete"}}}),
+        (_workload("StatefulSet", "a"), {"spec": {"updateStrategy": {"type": "OnDelete", "rollingUpdate": None}}}),
         ({**_IMMUTABLE_CM, "data": {"a": "1"}}, {"data": {"a": "2"}, "immutable": True}),
         ({**_IMMUTABLE_CM, "immutable": True, "data": {"a": "1"}}, {"metadata": {"labels": {"x": "1"}}}),
     ],
@@ -1439,3 +1439,108 @@ def test_an_update_to_recreate_that_drops_the_rolling_update_is_taken(fake: Fake
 
     assert replaced["spec"]["strategy"] == patched["spec"]["strategy"] == {"type": "Recreate"}
     assert back["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": "25%", "maxSurge": "25%"}
+
+
+# -- what the API server's validation refuses (okt.testing.validation.RULES) -----------------------------------------
+
+
+def _causes(raised: pytest.ExceptionInfo[errors.Invalid]) -> list[tuple[str, str, str]]:
+    assert raised.value.status == 422 and raised.value.api_reason == "Invalid"
+    return [(cause.reason, cause.field, cause.message) for cause in raised.value.causes]
+
+
+def test_each_unnamed_port_of_a_service_of_several_is_required_and_one_port_may_go_unnamed(fake: FakeClient) -> None:
+    ports = [{"name": "a", "port": 80}, {"port": 81}, {"port": 82}]
+    with pytest.raises(errors.Invalid) as raised:
+        fake.create({**_SERVICE, "spec": {"ports": ports}})
+    one = fake.create({**_SERVICE, "spec": {"ports": [{"port": 81}]}})
+    with pytest.raises(errors.Invalid):
+        fake.patch(SERVICE, "s", {"spec": {"ports": ports[1:]}}, "ns")
+
+    assert _causes(raised) == [
+        ("FieldValueRequired", "spec.ports[1].name", "Required value"),
+        ("FieldValueRequired", "spec.ports[2].name", "Required value"),
+    ]
+    assert raised.value.api_message == (
+        'Service "s" is invalid: [spec.ports[1].name: Required value, spec.ports[2].name: Required value]'
+    )
+    assert fake.stored(SERVICE, "s", "ns") == one
+
+
+_UNKNOWN_STRATEGY = (
+    'Unsupported value: apps.DeploymentStrategy{Type:"Blue", RollingUpdate:(*apps.RollingUpdateDeployment)(nil)}: '
+    'supported values: "Recreate", "RollingUpdate"'
+)
+
+
+def test_a_deployment_strategy_of_an_unknown_type_is_not_supported(fake: FakeClient) -> None:
+    with pytest.raises(errors.Invalid) as raised:
+        fake.create(_deployment(strategy={"type": "Blue"}))
+    refused = _causes(raised)
+    fake.create(_deployment())
+    with pytest.raises(errors.Invalid) as kept:
+        fake.patch(DEPLOYMENT, "c", {"spec": {"strategy": {"type": "Blue"}}}, "ns")
+
+    assert refused == [("FieldValueNotSupported", "spec.strategy", _UNKNOWN_STRATEGY)]
+    assert raised.value.api_message == f'Deployment.apps "c" is invalid: spec.strategy: {_UNKNOWN_STRATEGY}'
+    # The defaulted rollingUpdate is kept: the server writes its address, which changes with each request.
+    ((reason, field, message),) = _causes(kept)
+    assert (reason, field) == ("FieldValueNotSupported", "spec.strategy")
+    assert re.fullmatch(r".*RollingUpdate:\(\*apps\.RollingUpdateDeployment\)\(0x[0-9a-f]+\)}: supported .*", message)
+
+
+_NODE_PORT_ON_CLUSTER_IP = (
+    "FieldValueForbidden",
+    "spec.ports[0].nodePort",
+    "Forbidden: may not be used when `type` is 'ClusterIP'",
+)
+
+
+def test_a_service_made_cluster_ip_while_a_write_changes_its_node_port_is_invalid(fake: FakeClient) -> None:
+    live = fake.create(_node_port("a", 30100))
+    with pytest.raises(errors.Invalid) as changed:
+        fake.patch(SERVICE, "a", {"spec": _node_port("a", 30101, kind="ClusterIP")["spec"]}, "ns")
+    with pytest.raises(errors.Invalid) as named:
+        fake.create(_node_port("b", 30102, kind="ClusterIP"))
+
+    kept = fake.patch(SERVICE, "a", {"spec": _node_port("a", 30100, kind="ClusterIP")["spec"]}, "ns")
+
+    assert _causes(changed) == _causes(named) == [_NODE_PORT_ON_CLUSTER_IP]
+    assert changed.value.api_message == f'Service "a" is invalid: spec.ports[0].nodePort: {_NODE_PORT_ON_CLUSTER_IP[2]}'
+    assert live["spec"]["ports"][0]["nodePort"] == 30100
+    assert [port.get("nodePort") for port in kept["spec"]["ports"]] == [None]
+
+
+def _on_delete(partition: int) -> str:
+    return (
+        f"Invalid value: apps.RollingUpdateStatefulSetStrategy{{Partition:{partition}}}: "
+        "only allowed for updateStrategy 'RollingUpdate'"
+    )
+
+
+def test_a_stateful_set_deleted_pod_by_pod_may_not_hold_a_rolling_update_even_the_defaulted_one(
+    fake: FakeClient,
+) -> None:
+    body = _workload("StatefulSet", "a")
+    with pytest.raises(errors.Invalid) as given:
+        fake.create(
+            {
+                **body,
+                "spec": {**body["spec"], "updateStrategy": {"type": "OnDelete", "rollingUpdate": {"partition": 2}}},
+            }
+        )
+    fake.create(body)
+    with pytest.raises(errors.Invalid) as defaulted:
+        fake.patch(STATEFUL_SET, "w", {"spec": {"updateStrategy": {"type": "OnDelete"}}}, "ns")
+
+    cleared = fake.patch(
+        STATEFUL_SET, "w", {"spec": {"updateStrategy": {"type": "OnDelete", "rollingUpdate": None}}}, "ns"
+    )
+
+    field = "spec.updateStrategy.rollingUpdate"
+    assert _causes(given) + _causes(defaulted) == [
+        ("FieldValueInvalid", field, _on_delete(2)),
+        ("FieldValueInvalid", field, _on_delete(0)),
+    ]
+    assert given.value.api_message == f'StatefulSet.apps "w" is invalid: {field}: {_on_delete(2)}'
+    assert cleared["spec"]["updateStrategy"] == {"type": "OnDelete"}

@@ -117,8 +117,10 @@ DEFAULTS: dict[tuple[str, str], tuple[Default, ...]] = {
         Default(("spec", "replicas"), 1),
         Default(("spec", "podManagementPolicy"), "OrderedReady"),
         Default(("spec", "updateStrategy"), {}),
+        # Only a strategy naming no type is given a rollingUpdate: one naming RollingUpdate is stored without.
+        Default(("spec", "updateStrategy", "rollingUpdate"), lambda strategy: NONE if strategy.get("type") else {}),
         Default(("spec", "updateStrategy", "type"), "RollingUpdate"),
-        Default(("spec", "updateStrategy", "rollingUpdate"), _when("type", "RollingUpdate", {"partition": 0})),
+        Default(("spec", "updateStrategy", "rollingUpdate", "partition"), 0),
         Default(("spec", "revisionHistoryLimit"), 10),
         *_pod_template(_TEMPLATE),
         # A claim template is stored as a whole PersistentVolumeClaim, as the server's type holds it.

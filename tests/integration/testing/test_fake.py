@@ -1463,3 +1463,15 @@ def test_a_stateful_set_deleted_pod_by_pod_may_not_hold_a_rolling_update_even_th
     ]
     assert created["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
     assert patched["spec"]["updateStrategy"] == {"type": "OnDelete"}
+
+
+def test_a_stateful_set_strategy_naming_rolling_update_gets_no_rolling_update(api: Api) -> None:
+    template = _deployment(api)["spec"]["template"]
+    spec = {"selector": {"matchLabels": {"app": "d"}}, "serviceName": "d", "template": template}
+    body = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "d", "namespace": api.namespace}}
+    named = api.client.create({**body, "spec": {**spec, "updateStrategy": {"type": "RollingUpdate"}}})
+
+    patched = api.client.patch(STATEFUL_SET, "d", {"spec": {"updateStrategy": {"rollingUpdate": {}}}}, api.namespace)
+
+    assert named["spec"]["updateStrategy"] == {"type": "RollingUpdate"}
+    assert patched["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}

@@ -182,3 +182,23 @@ def test_a_null_is_left_out_as_the_server_decodes_it_then_defaulted_where_the_ho
     }
     assert rolling["spec"]["replicas"] == 1
     assert recreate["spec"]["strategy"] == {"type": "Recreate"}
+
+
+@pytest.mark.parametrize(
+    ("given", "stored"),
+    [
+        (None, {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+        ({"rollingUpdate": {"partition": 2}}, {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}),
+        ({"type": "RollingUpdate"}, {"type": "RollingUpdate"}),
+        ({"type": "RollingUpdate", "rollingUpdate": {}}, {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+        ({"type": "OnDelete"}, {"type": "OnDelete"}),
+    ],
+)
+def test_a_stateful_set_gets_a_rolling_update_only_where_its_strategy_names_no_type(
+    given: dict[str, Any] | None, stored: dict[str, Any]
+) -> None:
+    body: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"}, "spec": {}}
+    if given is not None:
+        body["spec"]["updateStrategy"] = given
+
+    assert defaults.fill(body)["spec"]["updateStrategy"] == stored

@@ -48,7 +48,7 @@ import urllib3
 import yaml
 
 from okt import errors
-from okt.kube import discovery, fence, jsonstream, kinds, kubeconfig, transport
+from okt.kube import discovery, fence, jsonstream, kinds, kubeconfig, tokens, transport
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "apply", "delete"})
 PATCH_TYPES = {
@@ -443,8 +443,7 @@ class Client:
         proxy = kubeconfig.proxy_url(config)
         self.impersonation = kubeconfig.impersonation(config)
         """The header fields that make every request act as the kubeconfig user's ``as`` (empty: as itself)."""
-        if compression is None:
-            compression = not config.cluster.get("disable-compression", False)
+        compression = not config.cluster.get("disable-compression", False) if compression is None else compression
         transport.keep_inline_files_private(config)
         adapter = transport.SessionAdapter(
             config, impersonation=self.impersonation, pool_connections=4, pool_maxsize=pool_size
@@ -470,6 +469,10 @@ class Client:
             _say_insecure_once(str(cluster), self._base)
         self._session.trust_env = False
         self._token = kubeconfig.token_source(config, token_file)
+        # a credential plugin's client certificate of the moment, for the session, the direct path and websockets
+        adapter.certificate = certificate = (
+            self._token.certificate if isinstance(self._token, tokens.ExecToken) else None
+        )
         self._direct = transport.DirectTransport.for_config(
             config,
             self._base,
@@ -478,6 +481,7 @@ class Client:
             pool_size=pool_size,
             changing_token=self._token is not None,
             impersonation=self.impersonation,
+            certificate=certificate,
         )
         self._timeout = timeout
         self._config = config
@@ -719,7 +723,7 @@ class Client:
             if response.status_code == 401:
                 renewed = self._renewed_token(method, verb, resource, token, write, limited=limited)
                 if renewed is not None:  # another token came (a rotated file, a plugin run again): once more with it
-                    response = sent(token=renewed, timeout=again())
+                    response = sent(token=renewed[0], timeout=again())
         else:
             answer = through_session(timeout=timeout)
             response = transport.Response(
@@ -777,11 +781,12 @@ class Client:
 
     def _renewed_token(
         self, method: str, verb: str, resource: str, refused: str | None, write: bool, *, limited: bool
-    ) -> str | None:
-        """After a 401 to a request sent with ``refused``: the other token the token source now gives (the file read
-        again, the plugin run again — once for requests refused together), or None. If one came, the refused answer
-        and its request are counted (it was sent), and the caller sends it once more with that token (:meth:`request`
-        counts that one when it ends). A ``limited``
+    ) -> tuple[str | None] | None:
+        """After a 401 to a request sent with ``refused`` (None: a credential plugin's client certificate alone): the
+        other credential the token source now gives, as the token to send once more with (None in it: the plugin's
+        new certificate alone) — the file read again, the plugin run again, once for requests refused together — or
+        None when none came. If one came, the refused answer and its request are counted (it was sent), and the
+        caller sends it once more with that token (:meth:`request` counts that one when it ends). A ``limited``
         request first waits its turn in the rate limit again: sent once more, it is one more request (requests
         refused together would otherwise all go again at once, past the limit's burst).
 
@@ -789,7 +794,7 @@ class Client:
             okt.errors.NotLeader: a write the fence refuses now (leadership may have been lost while the token was
                 renewed); it is not sent again.
         """
-        if self._token is None or refused is None or not self._token.renew(refused):
+        if self._token is None or not self._token.renew(refused):
             return None
         self.stats.answered(401, method)
         self.stats.record(verb, resource)
@@ -798,7 +803,7 @@ class Client:
         token = self._token.token()  # before the fence: a token expiring as it came runs the plugin again
         if write:  # after the rate limit's wait and the token: leadership may have been lost during them
             fence.check_fence(verb, resource)
-        return token
+        return (token,)
 
     def _send(
         self,
@@ -835,7 +840,7 @@ class Client:
                 raise
             if renewed is not None:
                 answer.close()
-                answer = sent(renewed, timeout=again() if again is not None else timeout)
+                answer = sent(renewed[0], timeout=again() if again is not None else timeout)
         return answer
 
     def _through_session(
@@ -909,11 +914,12 @@ class Client:
         """The headers proving who we are, for a connection the session does not make (a websocket).
 
         A token that can change (a token file's, a credential plugin's) is the one of the moment; other static
-        credentials give the headers the direct path sends; those pykube refreshes (auth providers, a plugin's client
-        certificate) are asked to pykube's adapter afresh, as the session would for a request.
+        credentials give the headers the direct path sends; those pykube refreshes (auth providers) are asked to
+        pykube's adapter afresh, as the session would for a request.
         """
         if self._token is not None:
-            return {"User-Agent": "okt", "Authorization": f"Bearer {self._token.token()}"}
+            token = self._token.token()  # None: a credential plugin's client certificate alone (see open_socket)
+            return {"User-Agent": "okt", **({"Authorization": f"Bearer {token}"} if token is not None else {})}
         if self._direct is not None:
             return {k: v for k, v in self._direct.headers.items() if k in ("Authorization", "User-Agent")}
         probe = requests.Request("GET", self._base).prepare()

@@ -27,19 +27,16 @@ from okt.kube import tokens
 
 def token_source(config: pykube.KubeConfig, given: str | os.PathLike[str] | None) -> tokens.TokenSource | None:
     """Where the client's bearer token comes from when it can change: ``given`` (a token file), else the kubeconfig
-    user's ``tokenFile`` (relative to the kubeconfig's folder, as kubectl reads it), else its credential plugin when
-    that gives a token; None for a token that never changes (and for an auth provider, or a plugin that gives a client
-    certificate: pykube's session handles those)."""
+    user's ``tokenFile`` (relative to the kubeconfig's folder, as kubectl reads it), else its credential plugin (its
+    token, its client certificate, or both); None for a token that never changes (and for an auth provider: pykube's
+    session handles it)."""
     user = config.user
     folder = config.kubeconfig_path.parent if config.kubeconfig_path is not None else None
     if given is not None or (user.get("tokenFile") and "exec" not in user and "auth-provider" not in user):
         where = pathlib.Path(given if given is not None else user["tokenFile"]).expanduser()
         return tokens.TokenFile(where if where.is_absolute() or folder is None else folder / where)
     if "exec" in user:
-        try:
-            return tokens.ExecToken(user["exec"], cluster=config.cluster, kubeconfig=config.kubeconfig_path)
-        except tokens.CertificateCredential:
-            return None
+        return tokens.ExecToken(user["exec"], cluster=config.cluster, kubeconfig=config.kubeconfig_path)
     return None
 
 

@@ -26,8 +26,16 @@ one is a :class:`okt.errors.ConfigurationError`), with the kubeconfig's ``env`` 
 (``provideClusterInfo``), the cluster in ``KUBERNETES_EXEC_INFO``; it runs again only once its token is within
 :data:`EXPIRY_MARGIN` seconds of the expiry it gave, or on :meth:`ExecToken.renew`, one run at a time; a plugin that
 fails, times out or answers something else than a token says so in the error (its stderr's end and the kubeconfig's
-``installHint``). Caveat: a plugin that answers with a client certificate instead of a token is left to pykube's
-session, which runs it for every request.
+``installHint``).
+
+A plugin may answer with a client certificate (``clientCertificateData`` and ``clientKeyData``: Teleport's ``tsh``)
+instead of a token, or beside one. client-go runs such a plugin once too, keeps its certificate until the expiry it
+gives or a 401, and keeps one transport; pykube's session ran it for every request, and wrote the certificate to two
+new files each time, so every request also opened a new connection (a TLS handshake, through a proxy a new tunnel).
+:class:`ExecToken` keeps it as it keeps a token (:meth:`ExecToken.certificate`): in files of mode 0600 in a folder of
+its own (removed when it is collected or the process exits), written anew only when the plugin gives another
+certificate, so the connections made with one are kept while it holds; a token given beside it is sent as well, as
+client-go sends both.
 """
 
 from __future__ import annotations
@@ -40,9 +48,11 @@ import os
 import pathlib
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -61,8 +71,8 @@ EXEC_VERSIONS = frozenset(f"client.authentication.k8s.io/{v}" for v in ("v1", "v
 class TokenSource(Protocol):
     """Where the client's bearer token comes from when it can change while the process runs."""
 
-    def token(self) -> str:
-        """The token to send now."""
+    def token(self) -> str | None:
+        """The token to send now (None: a credential plugin's client certificate is all there is)."""
         ...
 
     def renew(self, refused: str | None = None) -> bool:
@@ -74,22 +84,26 @@ class TokenSource(Protocol):
 class _Renewed(abc.ABC):
     """The renewal both sources share: a token in hand under a lock, fetched afresh by ``_fetch_locked``."""
 
-    _token: str
+    _token: str | None
     _lock: threading.Lock
 
     def renew(self, refused: str | None = None) -> bool:
-        """Get a token afresh, the API server having refused ``refused`` (None: the token in hand) — unless the
-        token in hand already differs from it (requests refused together renew once); whether the token in hand now
-        differs from it.
+        """Get a token afresh, the API server having refused ``refused`` (None: the credential in hand) — unless the
+        token in hand already differs from it (requests refused together renew once); whether the credential in hand
+        now differs from the refused one.
 
         Raises:
             okt.errors.Unauthorized: a credential plugin, run again, gave no token.
         """
         with self._lock:
-            refused = self._token if refused is None else refused
-            if self._token == refused:
+            held = self._held()
+            if refused is None or self._token == refused:
                 self._fetch_locked()
-            return self._token != refused
+            return self._held() != held if refused is None else self._token != refused
+
+    def _held(self) -> object:
+        """What the credential in hand is told apart by (the token; a plugin's certificate too)."""
+        return self._token
 
     @abc.abstractmethod
     def _fetch_locked(self) -> None:
@@ -116,6 +130,8 @@ def _usable(text: str) -> str:
 
 class TokenFile(_Renewed):
     """The bearer token in ``path``, read again when it is ``period`` seconds old or when asked to."""
+
+    _token: str
 
     def __init__(
         self,
@@ -186,7 +202,8 @@ def _expiry(value: object) -> datetime.datetime | None:
 
 
 class ExecToken(_Renewed):
-    """The bearer token a kubeconfig's credential plugin (``user.exec``) gives, kept until it expires."""
+    """The bearer token or client certificate a kubeconfig's credential plugin (``user.exec``) gives, kept until it
+    expires."""
 
     def __init__(
         self,
@@ -200,8 +217,8 @@ class ExecToken(_Renewed):
         ``kubeconfig``: where the kubeconfig is (a relative command is found from its folder).
 
         Raises:
-            okt.errors.ConfigurationError: the plugin cannot run, fails, or gives no token.
-            CertificateCredential: the plugin gives a client certificate instead of a token.
+            okt.errors.ConfigurationError: the plugin cannot run, fails, or gives neither a token nor a client
+                certificate and its key.
         """
         self._spec = dict(spec)
         self._version = str(spec.get("apiVersion") or "")
@@ -218,10 +235,17 @@ class ExecToken(_Renewed):
         self._cluster = dict(cluster or {})
         self._clock = clock
         self._lock = threading.Lock()
-        self._token, self._expires = self._run()
+        self._folder: pathlib.Path | None = None
+        self._given: tuple[str, str] | None = None
+        """The certificate and key the plugin last gave (PEM): new files are written only for another."""
+        self._files: tuple[str, str] | None = None
+        self._written = 0
+        self._token, certificate, self._expires = self._run()
+        self._keep(certificate)
 
-    def token(self) -> str:
-        """The plugin's token, the plugin run again first when it is within :data:`EXPIRY_MARGIN` of its expiry.
+    def token(self) -> str | None:
+        """The plugin's token (None: it gives a client certificate only), the plugin run again first when it is
+        within :data:`EXPIRY_MARGIN` of its expiry.
 
         Raises:
             okt.errors.Unauthorized: the plugin, run again, gave no token (the request cannot be sent as anyone).
@@ -231,13 +255,54 @@ class ExecToken(_Renewed):
                 self._fetch_locked()
             return self._token
 
+    def certificate(self) -> tuple[str, str] | None:
+        """The files of the client certificate and key the plugin gives (None: it gives a token only), the plugin
+        run again first when it is within :data:`EXPIRY_MARGIN` of its expiry: the same files while it gives the same
+        certificate, so the connections made with them are kept.
+
+        Raises:
+            okt.errors.Unauthorized: the plugin, run again, gave nothing usable.
+        """
+        with self._lock:
+            if self._expired():
+                self._fetch_locked()
+            return self._files
+
+    def _held(self) -> object:
+        return self._token, self._files
+
     def _fetch_locked(self) -> None:
-        """Run the plugin again (renewed, or its token expired). Its failure is the request's (an API error the
+        """Run the plugin again (renewed, or its credential expired). Its failure is the request's (an API error the
         caller retries with backoff), not a mistake of the configuration that worked at start."""
         try:
-            self._token, self._expires = self._run()
+            self._token, certificate, self._expires = self._run()
         except errors.ConfigurationError as exc:
             raise errors.ApiError.from_status(401, "Unauthorized", str(exc)) from exc
+        self._keep(certificate)
+
+    def _keep(self, certificate: tuple[str, str] | None) -> None:
+        """Hold ``certificate`` (PEM certificate and key) in files only this user can read, written anew only when it
+        is another than the one held. The files of the one before stay a while (a connection being made may still be
+        reading them); older ones are removed."""
+        if certificate == self._given:
+            return
+        self._given = certificate
+        if certificate is None:
+            self._files = None
+            return
+        if self._folder is None:
+            self._folder = pathlib.Path(tempfile.mkdtemp(prefix="okt-exec-"))
+            weakref.finalize(self, shutil.rmtree, self._folder, ignore_errors=True)
+        self._written += 1
+        files = []
+        for kind, pem in zip(("crt", "key"), certificate, strict=True):
+            path = self._folder / f"{self._written}.{kind}"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(pem)
+            files.append(str(path))
+            (self._folder / f"{self._written - 2}.{kind}").unlink(missing_ok=True)
+        self._files = (files[0], files[1])
 
     def _expired(self) -> bool:
         return self._expires is not None and self._clock() >= self._expires - datetime.timedelta(seconds=EXPIRY_MARGIN)
@@ -271,7 +336,8 @@ class ExecToken(_Renewed):
             spec["cluster"] = cluster
         return json.dumps({"apiVersion": self._version, "kind": "ExecCredential", "spec": spec})
 
-    def _run(self) -> tuple[str, datetime.datetime | None]:
+    def _run(self) -> tuple[str | None, tuple[str, str] | None, datetime.datetime | None]:
+        """Run the plugin: its token, its client certificate and key (PEM), and when they expire."""
         hint = self._spec.get("installHint")
         env = dict(os.environ)
         env.update({str(item["name"]): str(item["value"]) for item in self._spec.get("env") or ()})
@@ -292,13 +358,19 @@ class ExecToken(_Renewed):
             if answer.get("apiVersion") != self._version or answer.get("kind") != "ExecCredential":
                 raise ValueError(f"it answered {answer.get('kind')} {answer.get('apiVersion')}, not {self._version}")
             expires = _expiry(status.get("expirationTimestamp"))
-            if status.get("clientCertificateData") and not status.get("token"):
-                raise CertificateCredential(argv[0])
-            token = _usable(str(status.get("token") or ""))
+            certificate = _certificate(status)
+            token = _usable(str(status.get("token") or "")) if status.get("token") or certificate is None else None
         except (ValueError, AttributeError) as exc:
             raise _plugin_failure(f"the credential plugin {argv[0]!r} gave no usable token: {exc}", hint) from exc
-        return token, expires
+        return token, certificate, expires
 
 
-class CertificateCredential(Exception):
-    """The credential plugin answers with a client certificate, not a token: the session's way is kept for it."""
+def _certificate(status: Mapping[str, Any]) -> tuple[str, str] | None:
+    """A plugin's ``clientCertificateData`` and ``clientKeyData`` (PEM), None for neither; ValueError for one
+    without the other (client-go refuses it too)."""
+    certificate, key = status.get("clientCertificateData"), status.get("clientKeyData")
+    if not certificate and not key:
+        return None
+    if not (isinstance(certificate, str) and certificate and isinstance(key, str) and key):
+        raise ValueError("clientCertificateData and clientKeyData must both be given")
+    return certificate, key

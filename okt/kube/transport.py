@@ -15,7 +15,8 @@ Guarantees:
 * the same TLS verification as the session: the kubeconfig's CA (or ``PYKUBE_SSL_CERTIFICATE_AUTHORITY``),
   ``insecure-skip-tls-verify``, the client certificate and ``tls-server-name`` (:class:`TLS`);
 * :meth:`DirectTransport.for_config` answers ``None`` — use the session — for credentials pykube refreshes (auth
-  providers, a credential plugin that gives a client certificate: pykube retries them on 401) and for a proxy;
+  providers: pykube retries them on 401) and for a proxy; a credential plugin's token or client certificate
+  (:class:`okt.kube.tokens.ExecToken`) is the one of the moment on each request;
 * the kubeconfig's impersonation (:func:`okt.kube.kubeconfig.impersonation`) goes with every request, on the direct
   path as on the session (:class:`SessionAdapter`), a header repeated once per value;
 * the request target is percent-encoded where it must be: no value (an object's name) can end the request line or
@@ -136,6 +137,24 @@ class SessionAdapter(pykube.http.KubernetesHTTPAdapter):  # type: ignore[misc]  
         super().__init__(kube_config, **kwargs)
         self.impersonation = tuple(impersonation)
         self._offering: tuple[tuple[str, str], ssl.SSLContext] | None = None
+        self.certificate: Callable[[], tuple[str, str] | None] | None = None
+        """The client certificate and key files of the kubeconfig's credential plugin of the moment, when okt runs
+        the plugin (:class:`okt.kube.tokens.ExecToken`, whose token comes with each request): pykube's adapter then
+        runs it no more (it ran it for every request, writing its certificate to new files each time)."""
+
+    def _setup_request_auth(self, config: pykube.KubeConfig, request: requests.PreparedRequest, kwargs: Any) -> Any:
+        if self.certificate is not None and "exec" in config.user:
+            return None  # the plugin's token, if it gives one, is in the request's headers already
+        return super()._setup_request_auth(config, request, kwargs)
+
+    def _setup_request_certificates(
+        self, config: pykube.KubeConfig, request: requests.PreparedRequest, kwargs: dict[str, Any]
+    ) -> None:
+        super()._setup_request_certificates(config, request, kwargs)
+        if self.certificate is not None and "client-certificate" not in config.user:
+            files = self.certificate()
+            if files is not None:
+                kwargs["cert"] = files  # the same files while the plugin gives the same: urllib3's pool is kept
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
@@ -162,9 +181,9 @@ class SessionAdapter(pykube.http.KubernetesHTTPAdapter):  # type: ignore[misc]  
         cert: tuple[str, str] | str | None = None,
     ) -> urllib3.HTTPConnectionPool:
         """The pool for ``request``; through an ``https://`` proxy with a client certificate other than the
-        kubeconfig's (a credential plugin's, written anew by pykube's adapter each time it runs the plugin), one
-        whose connections offer that certificate to the proxy too, as kubectl's transport offers the plugin's
-        (client-go's exec authenticator gives the TLS config its certificate of the moment)."""
+        kubeconfig's (a credential plugin's, see :attr:`certificate`), one whose connections offer that certificate
+        to the proxy too, as kubectl's transport offers the plugin's (client-go's exec authenticator gives the TLS
+        config its certificate of the moment)."""
         proxy = requests.utils.select_proxy(request.url or "", proxies)
         tls = TLS.of(self.kube_config)
         if not isinstance(cert, tuple) or cert == tls.cert or not proxy or not proxy.lower().startswith("https:"):
@@ -182,9 +201,12 @@ class SessionAdapter(pykube.http.KubernetesHTTPAdapter):  # type: ignore[misc]  
 
     def tls(self) -> TLS:
         """The TLS settings of a connection made now: the kubeconfig's (:meth:`TLS.of`), with the client certificate
-        the credential plugin gave when it last ran (pykube's adapter runs it for each request, and keeps what it
-        gives in files of its own) where the kubeconfig names none — as the session's next request offers it."""
+        the credential plugin gives now (:attr:`certificate`; else the one pykube's adapter kept when it last ran it)
+        where the kubeconfig names none — as the session's next request offers it."""
         tls = TLS.of(self.kube_config)
+        if tls.cert is None and self.certificate is not None:
+            files = self.certificate()
+            return tls if files is None else dataclasses.replace(tls, cert=files)
         if tls.cert is None and self.cert is not None and self.key is not None:
             return dataclasses.replace(tls, cert=(self.cert.name, self.key.name))
         return tls
@@ -481,10 +503,13 @@ class DirectTransport:
         *,
         pool_size: int = 10,
         impersonation: Sequence[tuple[str, str]] = (),
+        certificate: Callable[[], tuple[str, str] | None] | None = None,
     ) -> None:
         """``headers`` hold the credentials of a token that never changes; one that can is given to each
         :meth:`send` instead. ``impersonation``: header fields sent with every request after ``headers``, a name
-        perhaps repeated (see :func:`okt.kube.kubeconfig.impersonation`)."""
+        perhaps repeated (see :func:`okt.kube.kubeconfig.impersonation`). ``certificate``: the client certificate
+        and key files of the moment, where a credential plugin gives them (in place of ``tls``' own): the kept-alive
+        connections are closed when it gives another, as client-go closes its connections then."""
         parts = urllib.parse.urlsplit(base)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {base!r}")
@@ -500,6 +525,9 @@ class DirectTransport:
         self._tls = (tls or TLS()) if parts.scheme == "https" else None
         self._context: ssl.SSLContext | None = None
         """Made at the first connection: a CA file that cannot be read fails that request, not the client's making."""
+        self._certificate = certificate
+        self._offered: tuple[str, str] | None = None
+        """The plugin's certificate files :attr:`_context` and the kept-alive connections were made with."""
         self._server_name = (self._tls.server_name if self._tls else None) or self._host
         self._pool_size = pool_size
         self._idle: list[_Connection] = []
@@ -516,11 +544,13 @@ class DirectTransport:
         pool_size: int = 10,
         changing_token: bool = False,
         impersonation: Sequence[tuple[str, str]] = (),
+        certificate: Callable[[], tuple[str, str] | None] | None = None,
     ) -> DirectTransport | None:
         """The direct path for ``config``, or ``None`` when the session must be used (credentials a plugin
         refreshes, a proxy, a header that could not be sent as it is). ``changing_token``: the bearer token comes
         from a file read again now and then or from a credential plugin (:mod:`okt.kube.tokens`), and is given to
-        each :meth:`send`; none from the kubeconfig is built in. ``impersonation``: as :meth:`__init__` takes it."""
+        each :meth:`send`; none from the kubeconfig is built in. ``impersonation``, ``certificate`` (a credential
+        plugin's, where the kubeconfig names no client certificate): as :meth:`__init__` takes them."""
         user = config.user
         refreshing = ("exec" in user and not changing_token) or "auth-provider" in user
         if refreshing or proxies or not base.startswith(("http://", "https://")):
@@ -533,7 +563,10 @@ class DirectTransport:
             headers["Authorization"] = basic["authorization"]
         if any(c in value for value in headers.values() for c in "\r\n\0"):
             return None  # the session refuses such a header with its own error
-        return cls(base, headers, TLS.of(config), pool_size=pool_size, impersonation=impersonation)
+        tls = TLS.of(config)
+        if tls.cert is not None:
+            certificate = None  # the kubeconfig's own comes first, as on the session
+        return cls(base, headers, tls, pool_size=pool_size, impersonation=impersonation, certificate=certificate)
 
     def send(
         self,
@@ -603,7 +636,15 @@ class DirectTransport:
             conn.close()
 
     def _take(self, connect_timeout: float) -> _Connection:
-        """A kept-alive connection the server has not closed meanwhile, else a new one."""
+        """A kept-alive connection the server has not closed meanwhile, else a new one (with the plugin's
+        certificate of the moment: those made with another are closed)."""
+        if self._certificate is not None and self._tls is not None:
+            files = self._certificate()
+            if files != self._offered or self._context is None:
+                context = dataclasses.replace(self._tls, cert=files).context()
+                with self._lock:
+                    self._context, self._offered = context, files
+                self.close()
         while True:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None

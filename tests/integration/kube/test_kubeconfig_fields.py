@@ -231,9 +231,57 @@ CERTIFICATE_PLUGIN = """#!{python}
 import json, os, pathlib
 certificate, key = (pathlib.Path(os.environ[name]).read_text() for name in ("CERTIFICATE", "KEY"))
 status = {{"clientCertificateData": certificate, "clientKeyData": key}}
+if os.environ.get("EXPIRES"):
+    status["expirationTimestamp"] = os.environ["EXPIRES"]
+with open(os.environ["RUNS"], "a") as runs:
+    runs.write("run\\n")
 print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": status}}))
 """
-"""A credential plugin giving the client certificate and key of the files ``$CERTIFICATE`` and ``$KEY`` name."""
+"""A credential plugin giving the client certificate and key of the files ``$CERTIFICATE`` and ``$KEY`` name, and
+``$EXPIRES`` as their expiry when set; it counts its runs in ``$RUNS``, a line each."""
+
+EXPIRED = "2000-01-01T00:00:00Z"
+"""An ``expirationTimestamp`` long past: the plugin runs again for each request, giving the certificate of the
+moment."""
+
+
+class CertificatePlugin:
+    """:data:`CERTIFICATE_PLUGIN` in ``folder``, giving the certificate and key it is handed (:meth:`gives`)."""
+
+    def __init__(self, folder: pathlib.Path, *, expires: str | None = None) -> None:
+        self.folder = folder
+        self.script = folder / "plugin"
+        self.script.write_text(CERTIFICATE_PLUGIN.format(python=sys.executable))
+        self.script.chmod(0o700)
+        env = {
+            "CERTIFICATE": str(folder / "plugin.crt"),
+            "KEY": str(folder / "plugin.key"),
+            "RUNS": str(folder / "runs"),
+            "EXPIRES": expires or "",
+        }
+        self.spec = {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": str(self.script),
+            "env": [{"name": name, "value": value} for name, value in env.items()],
+        }
+
+    def gives(self, fields: dict[str, str]) -> None:
+        """Give the client certificate and key of ``fields`` (:func:`connect_proxy.client_certificate`'s)."""
+        shutil.copyfile(fields["client-certificate"], self.folder / "plugin.crt")
+        shutil.copyfile(fields["client-key"], self.folder / "plugin.key")
+
+    @property
+    def runs(self) -> int:
+        path = self.folder / "runs"
+        return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def certificate_only(kubeconfig: pathlib.Path) -> None:
+    """Drop the admin's token from ``kubeconfig``: the plugin's certificate is all the user has."""
+    doc = yaml.safe_load(kubeconfig.read_text())
+    del doc["users"][0]["user"]["token"]
+    envtest.write_private(kubeconfig, yaml.safe_dump(doc))
+
 
 ANONYMOUS = {"get": "Forbidden", "list": "Forbidden", "watch": "Forbidden", "exec": "Forbidden"}
 """What :func:`every_way` meets past the proxy with no token: the API server asks no client certificate, so the
@@ -251,33 +299,18 @@ def test_an_https_proxy_is_offered_the_client_certificate_a_credential_plugin_gi
     (tmp_path / "other").mkdir()
     client_ca, accepted = connect_proxy.client_certificate(tmp_path / "accepted")
     _, other = connect_proxy.client_certificate(tmp_path / "other")
-    certificate, key = tmp_path / "plugin.crt", tmp_path / "plugin.key"
-    plugin = tmp_path / "plugin"
-    plugin.write_text(CERTIFICATE_PLUGIN.format(python=sys.executable))
-    plugin.chmod(0o700)
-
-    def plugin_gives(fields: dict[str, str]) -> None:
-        shutil.copyfile(fields["client-certificate"], certificate)
-        shutil.copyfile(fields["client-key"], key)
-
-    exec_spec = {
-        "apiVersion": "client.authentication.k8s.io/v1beta1",
-        "command": str(plugin),
-        "env": [{"name": "CERTIFICATE", "value": str(certificate)}, {"name": "KEY", "value": str(key)}],
-    }
-    plugin_gives(other)
+    plugin = CertificatePlugin(tmp_path, expires=EXPIRED)  # run for each request: its certificate of the moment
+    plugin.gives(other)
     with connect_proxy.proxied_kubeconfig(
-        control_plane, tmp_path, "https", server_name=None, client_ca=client_ca, user={"exec": exec_spec}
+        control_plane, tmp_path, "https", server_name=None, client_ca=client_ca, user={"exec": plugin.spec}
     ) as (proxy, kubeconfig):
-        doc = yaml.safe_load(kubeconfig.read_text())
-        del doc["users"][0]["user"]["token"]  # the plugin's certificate is all the user has
-        envtest.write_private(kubeconfig, yaml.safe_dump(doc))
+        certificate_only(kubeconfig)
         client = kube_client.Client.from_kubeconfig(kubeconfig)
         try:
             refused_kubectl = kubectl.kubectl(kubeconfig, "get", "--raw", "/version", "--request-timeout=20s")
             refused = every_way(client, namespace)
             refused_targets = list(proxy.targets)
-            plugin_gives(accepted)
+            plugin.gives(accepted)
             through_kubectl = kubectl.kubectl(kubeconfig, "get", "--raw", "/version", "--request-timeout=20s")
             through = every_way(client, namespace)
         finally:
@@ -289,3 +322,63 @@ def test_an_https_proxy_is_offered_the_client_certificate_a_credential_plugin_gi
     assert through_kubectl.returncode == 0, through_kubectl.stderr
     assert {way: type(exc).__name__ for way, exc in through.items() if exc} == ANONYMOUS
     assert proxy.targets
+
+
+def test_a_credential_plugin_that_gives_a_client_certificate_runs_once_and_its_connections_are_kept(
+    control_plane: envtest.ControlPlane, namespace: str, tmp_path: pathlib.Path
+) -> None:
+    """client-go runs a plugin that gives a client certificate once, keeps the certificate until the expiry the
+    plugin gives (none here), and keeps its connections: so does okt, on every way a request leaves — the
+    certificate still offered to an https proxy that asks for one, through a tunnel kept for the next request."""
+    client_ca, accepted = connect_proxy.client_certificate(tmp_path)
+    plugin = CertificatePlugin(tmp_path)
+    plugin.gives(accepted)
+    with connect_proxy.proxied_kubeconfig(
+        control_plane, tmp_path, "https", server_name=None, client_ca=client_ca, user={"exec": plugin.spec}
+    ) as (proxy, kubeconfig):
+        certificate_only(kubeconfig)
+        client = kube_client.Client.from_kubeconfig(kubeconfig)
+        try:
+            outcomes = every_way(client, namespace)
+            tunnels = len(proxy.targets)
+            lists = []
+            for _ in range(10):
+                try:
+                    client.list(kinds.CONFIG_MAP, namespace)
+                except errors.Forbidden as exc:  # anonymous past the proxy: the API server asks no certificate
+                    lists.append(type(exc).__name__)
+            more_tunnels = len(proxy.targets) - tunnels
+        finally:
+            client.close()
+
+    assert {way: type(exc).__name__ for way, exc in outcomes.items() if exc} == ANONYMOUS
+    assert lists == ["Forbidden"] * 10
+    assert more_tunnels <= 1  # the session's tunnel kept (pykube's adapter made a new pool, so a tunnel, for each)
+    assert plugin.runs == 1
+
+
+@pytest.mark.parametrize(("expires", "runs_at_least"), [(None, 1), (EXPIRED, 11)], ids=["no expiry", "expired"])
+def test_a_credential_plugin_that_gives_a_client_certificate_runs_again_only_once_it_expired(
+    control_plane: envtest.ControlPlane, namespace: str, tmp_path: pathlib.Path, expires: str | None, runs_at_least: int
+) -> None:
+    """On the direct path (no proxy) too, the plugin runs once for ten requests; given an expiry already past, it
+    runs again for each of them."""
+    _, accepted = connect_proxy.client_certificate(tmp_path)
+    plugin = CertificatePlugin(tmp_path, expires=expires)
+    plugin.gives(accepted)
+    kubeconfig = kubeconfig_with(control_plane, tmp_path / "kubeconfig", {"exec": plugin.spec})
+    certificate_only(kubeconfig)
+    client = kube_client.Client.from_kubeconfig(kubeconfig)
+    answers = []
+    try:
+        for _ in range(10):
+            try:
+                client.get_or_none(kinds.CONFIG_MAP, "settings", namespace)
+            except errors.Forbidden as exc:  # anonymous: the API server asks no client certificate
+                answers.append(type(exc).__name__)
+    finally:
+        client.close()
+
+    assert answers == ["Forbidden"] * 10
+    assert plugin.runs >= runs_at_least
+    assert plugin.runs == 1 or expires is not None

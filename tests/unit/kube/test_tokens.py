@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import gc
 import json
 import pathlib
 import re
@@ -261,11 +262,102 @@ def test_a_plugin_that_fails_at_start_says_why_in_its_own_words_and_the_install_
     assert str(raised.value).endswith("exited with 3: the session expired: log in again (run: cloud login)")
 
 
-def test_a_plugin_that_gives_a_client_certificate_is_left_to_the_session(tmp_path: pathlib.Path) -> None:
-    plugin = Plugin(tmp_path, EXTRA=', "clientCertificateData": "c", "clientKeyData": "k"')
+CERTIFICATE_PLUGIN = """#!/bin/sh
+echo run >> "$RUNS"
+printf '{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": '
+printf '{"clientCertificateData": "%s", "clientKeyData": "key of %s"%s}}' \\
+    "$(cat "$CERTIFICATE")" "$(cat "$CERTIFICATE")" "${EXTRA:-}"
+"""
+
+
+def certificate_plugin(folder: pathlib.Path, extra: str = "") -> dict[str, object]:
+    """A plugin giving the client certificate in ``folder/certificate`` (and its key), counting its runs in
+    ``folder/runs``: its spec."""
+    script = folder / "certificate-plugin"
+    script.write_text(CERTIFICATE_PLUGIN)
+    script.chmod(0o755)
+    (folder / "certificate").write_text("first")
+    env = {"RUNS": str(folder / "runs"), "CERTIFICATE": str(folder / "certificate"), "EXTRA": extra}
+    return {"apiVersion": V1BETA1, "command": str(script), "env": [{"name": k, "value": v} for k, v in env.items()]}
+
+
+def runs(folder: pathlib.Path) -> int:
+    return len((folder / "runs").read_text().splitlines())
+
+
+def given(files: tuple[str, str] | None) -> tuple[str, str]:
+    assert files is not None
+    return pathlib.Path(files[0]).read_text(), pathlib.Path(files[1]).read_text()
+
+
+def test_a_plugin_that_gives_a_client_certificate_runs_once_and_its_files_are_kept_until_just_before_its_expiry(
+    tmp_path: pathlib.Path,
+) -> None:
+    clock = UtcClock()
+    source = tokens.ExecToken(
+        certificate_plugin(tmp_path, ', "expirationTimestamp": "2026-11-28T12:15:00Z"'), clock=clock
+    )
+
+    kept = [source.certificate() for _ in range(5)]
+    clock.now += datetime.timedelta(minutes=15) - datetime.timedelta(seconds=tokens.EXPIRY_MARGIN)
+    same = source.certificate()  # run again, the same certificate: the same files (the connections made are kept)
+    (tmp_path / "certificate").write_text("second")
+    source.certificate()
+    unexpired_runs = runs(tmp_path)
+    clock.now += datetime.timedelta(minutes=15)
+    renewed = source.certificate()
+
+    assert source.token() is None
+    assert len(set(kept)) == 1 and kept[0] is not None
+    assert given(kept[0]) == ("first", "key of first")
+    assert same == kept[0]
+    assert unexpired_runs == 3  # the expiry it gave was passed: it runs each time until it gives a later one
+    assert renewed != kept[0] and given(renewed) == ("second", "key of second")
+    assert {oct(pathlib.Path(name).stat().st_mode & 0o777) for name in renewed} == {"0o600"}
+    assert oct(pathlib.Path(renewed[0]).parent.stat().st_mode & 0o777) == "0o700"
+
+
+def test_a_plugin_that_gives_a_client_certificate_without_an_expiry_runs_again_only_when_refused(
+    tmp_path: pathlib.Path,
+) -> None:
+    clock = UtcClock()
+    source = tokens.ExecToken(certificate_plugin(tmp_path), clock=clock)
+    first = source.certificate()
+
+    clock.now += datetime.timedelta(days=30)
+    same = (source.certificate(), source.renew())
+    (tmp_path / "certificate").write_text("second")
+    changed = source.renew()
+
+    assert same == (first, False)
+    assert changed is True
+    assert given(source.certificate()) == ("second", "key of second")
+    assert runs(tmp_path) == 3
+
+
+def test_the_files_of_a_plugins_certificate_are_removed_with_it(tmp_path: pathlib.Path) -> None:
+    source = tokens.ExecToken(certificate_plugin(tmp_path))
+    files = source.certificate()
+    assert files is not None
+    folder = pathlib.Path(files[0]).parent
+
+    del source
+    gc.collect()
+
+    assert not folder.exists()
+
+
+def test_a_plugin_that_gives_a_token_and_a_client_certificate_gives_both(tmp_path: pathlib.Path) -> None:
+    source = tokens.ExecToken(certificate_plugin(tmp_path, ', "token": "a-token"'))
+
+    assert (source.token(), given(source.certificate())) == ("a-token", ("first", "key of first"))
+
+
+def test_a_plugin_that_gives_a_client_certificate_without_its_key_gives_no_credential(tmp_path: pathlib.Path) -> None:
+    plugin = Plugin(tmp_path, EXTRA=', "clientCertificateData": "c"')
     (tmp_path / "token").write_text("")
 
-    with pytest.raises(tokens.CertificateCredential):
+    with pytest.raises(okt.ConfigurationError, match="clientCertificateData and clientKeyData must both be given"):
         tokens.ExecToken(plugin.spec())
 
 

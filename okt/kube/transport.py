@@ -657,7 +657,7 @@ class DirectTransport:
     def _give_back(self, conn: _Connection, keep: bool) -> None:
         if keep:
             with self._lock:
-                if len(self._idle) < self._pool_size:
+                if len(self._idle) < self._pool_size and conn.context is self._context:
                     self._idle.append(conn)
                     return
         conn.close()
@@ -665,7 +665,8 @@ class DirectTransport:
     def _connect(self, timeout: float) -> _Connection:
         if self._tls is not None and self._context is None:
             self._context = self._tls.context()
-        return _Connection(open_socket(self._host, self._port, self._context, self._server_name, timeout))
+        context = self._context
+        return _Connection(open_socket(self._host, self._port, context, self._server_name, timeout), context)
 
 
 def _tunnel(sock: socket.socket, host: str, port: int, via: urllib.parse.SplitResult) -> None:
@@ -713,11 +714,13 @@ _MAX_HEADERS = 200
 class _Connection:
     """One kept-alive connection to the API server and the buffered reader of its answers."""
 
-    __slots__ = ("reader", "sock")
+    __slots__ = ("context", "reader", "sock")
 
-    def __init__(self, sock: Socket) -> None:
+    def __init__(self, sock: Socket, context: ssl.SSLContext | None = None) -> None:
         self.sock = sock
         self.reader = sock.makefile("rb")
+        self.context = context
+        """The context it was made with: one made with a credential plugin's certificate before another is not kept."""
 
     def send(self, request: bytes, body: bytes | None, timeout: float) -> None:
         self.sock.settimeout(timeout)

@@ -233,13 +233,13 @@ def proxied_kubeconfig(
         proxy.close()
 
 
-def client_certificate(directory: pathlib.Path) -> tuple[bytes, dict[str, str]]:
-    """A new CA (PEM) and a client certificate it signed, written with its key to ``directory``: the kubeconfig
-    user's ``client-certificate`` and ``client-key`` fields. (The control plane asks for no client certificate: the
-    user's token still says who it is.)"""
+def client_certificate(directory: pathlib.Path, ca: str = "proxy clients' CA") -> tuple[bytes, dict[str, str]]:
+    """A new CA (PEM) named ``ca`` and a client certificate it signed, written with its key to ``directory``: the
+    kubeconfig user's ``client-certificate`` and ``client-key`` fields. (The control plane asks for no client
+    certificate: the user's token still says who it is.) A server trusting two such CAs needs them named apart."""
     start = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "proxy clients' CA")])
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, ca)])
     ca = (
         x509.CertificateBuilder()
         .subject_name(ca_name)

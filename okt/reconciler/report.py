@@ -197,18 +197,14 @@ SUCCESS_TYPES = (*cond.STANDARD_TYPES, *cond.KSTATUS_TYPES)
 class BeforeSuccess:
     """What the SuccessManager's work changes of the report, as it was before it: what :func:`withdraw` puts back."""
 
-    conditions: Mapping[str, cond.Condition | None]
+    conditions: cond.Mark
     error_count: int
     reported_error: str | None
 
     @classmethod
     def of(cls, ctx: context_mod.Context) -> BeforeSuccess:
-        conditions = ctx.conditions
-        return cls(
-            {type_: conditions.get(type_) for type_ in SUCCESS_TYPES},
-            ctx.bookkeeping.error_count,
-            ctx.bookkeeping.reported_error,
-        )
+        # Taken at every success, read only when one is given up: the mark parses nothing.
+        return cls(ctx.conditions.mark(), ctx.bookkeeping.error_count, ctx.bookkeeping.reported_error)
 
 
 def withdraw(ctx: context_mod.Context, before: BeforeSuccess) -> None:
@@ -220,7 +216,8 @@ def withdraw(ctx: context_mod.Context, before: BeforeSuccess) -> None:
     either — the object keeps saying what it said, Ready=False of an earlier error included, until it changes."""
     ctx.status_due.clear()
     conditions = ctx.conditions
-    for type_, was in before.conditions.items():
+    for type_ in SUCCESS_TYPES:
+        was = before.conditions.get(type_)
         if conditions.get(type_) == was:
             continue
         if was is None:

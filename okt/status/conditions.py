@@ -424,6 +424,24 @@ class _Slot:
         return copied
 
 
+@dataclasses.dataclass(frozen=True)
+class Mark:
+    """A working copy's conditions as they were at one point (:meth:`Conditions.mark`): the entries as held then,
+    parsed only when one is asked for — taking a mark at every success parses nothing (most are never read)."""
+
+    entries: tuple[tuple[str | None, Mapping[str, Any] | None, Condition | None], ...]
+    now: Callable[[], datetime.datetime]
+
+    def get(self, type: str) -> Condition | None:
+        """The condition of ``type`` the copy held at the mark; None when it held none."""
+        for key, raw, parsed in self.entries:
+            if key == type:
+                if parsed is not None or raw is None:
+                    return parsed
+                return Condition.from_dict(raw, now=self.now)
+        return None
+
+
 class Conditions(Mapping[str, Condition]):
     """A working copy of one object's ``status.conditions``, addressed by condition type.
 
@@ -495,6 +513,15 @@ class Conditions(Mapping[str, Condition]):
             if slot.addressable and slot.key == type:
                 return slot.stored
         return None
+
+    def mark(self) -> Mark:
+        """The conditions as this copy holds them now, to read later as they were (a give-up taking a success's
+        report back): an entry is held by reference (:meth:`set` replaces a parsed value, :meth:`written` a raw
+        entry, neither changes one in place), so a mark copies and parses nothing."""
+        return Mark(
+            tuple((slot.key, slot.raw, slot.parsed) for slot in self._slots if slot.addressable and not slot.removed),
+            self._now,
+        )
 
     def is_true(self, type: str) -> bool:
         """Whether the condition is present with status True."""

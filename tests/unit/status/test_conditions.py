@@ -694,3 +694,40 @@ def test_transitions_after_a_write_are_counted_from_what_it_wrote() -> None:
     assert conds["Reconciling"].last_transition_time == failed_at
     assert conds.set("Ready", True, "Reconciled") is True
     assert conds["Ready"].last_transition_time == ready_at
+
+
+# --- Mark: the copy as it was, for a give-up taking a success back -------------------------------------------------
+
+
+def test_a_mark_reads_each_condition_as_the_copy_held_it_whatever_was_set_removed_or_written_since() -> None:
+    clock = Clock()
+    conds = Conditions(
+        [wire("Ready", "False", "Failed"), wire("Degraded"), wire("Ready", "True"), wire("Custom")], now=clock
+    )
+    conds.set("Available", True, "Up", observed_generation=2)  # set by this copy before the mark
+    mark = conds.mark()
+    clock.advance(60)
+    conds.set("Ready", True, "Reconciled", observed_generation=3)
+    conds.remove("Degraded")
+    conds.set("Progressing", False, "Settled")
+    conds.set("Available", False, "Down", observed_generation=3)
+    conds.written()
+
+    ready = mark.get("Ready")
+    assert ready is not None and (ready.status, ready.reason) == (ConditionStatus.FALSE, "Failed")  # the first entry
+    degraded = mark.get("Degraded")
+    assert degraded is not None and degraded.status is ConditionStatus.TRUE
+    available = mark.get("Available")
+    assert available is not None and (available.reason, available.observed_generation) == ("Up", 2)
+    assert mark.get("Progressing") is None
+    assert conds.get("Degraded") is None and conds["Ready"].status is ConditionStatus.TRUE  # the copy moved on
+
+
+def test_a_mark_parses_no_entry_until_one_is_asked_for() -> None:
+    entry = wire("Ready", "True")
+    conds = Conditions([entry])
+    mark = conds.mark()
+    # What the mark holds of an entry never read is the entry as loaded, not a parsed condition: a mark at every
+    # success costs no parse in the steady state.
+    assert [(key, parsed) for key, _, parsed in mark.entries] == [("Ready", None)]
+    assert mark.get("Ready") == conds["Ready"]

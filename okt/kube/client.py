@@ -428,7 +428,8 @@ class Client:
                 ``insecure-skip-tls-verify`` or ``disable-compression`` is not a boolean (kubectl refuses them too), or
                 ``PYKUBE_SSL_CERTIFICATE_AUTHORITY`` is set but empty; the ``proxy-url`` or the impersonation cannot be
                 used, or the kubeconfig says something okt would not do as kubectl does
-                (:func:`okt.kube.kubeconfig.refuse_unhonoured`).
+                (:func:`okt.kube.kubeconfig.refuse_unhonoured`), or its CA or client certificate cannot be loaded
+                (:func:`okt.kube.kubeconfig.refuse_unloadable_certificates`).
         """
         for field in ("insecure-skip-tls-verify", "disable-compression"):
             value = config.cluster.get(field, False)
@@ -445,6 +446,7 @@ class Client:
         """The header fields that make every request act as the kubeconfig user's ``as`` (empty: as itself)."""
         compression = not config.cluster.get("disable-compression", False) if compression is None else compression
         transport.keep_inline_files_private(config)
+        kubeconfig.refuse_unloadable_certificates(config)
         adapter = transport.SessionAdapter(
             config, impersonation=self.impersonation, pool_connections=4, pool_maxsize=pool_size
         )
@@ -462,8 +464,7 @@ class Client:
         # environment on every request (about half a millisecond each): it is read once.
         self._proxies = {"http": proxy, "https": proxy} if proxy else requests.utils.get_environ_proxies(self._base)
         self._verify = self._session.verify
-        cluster_config = config.cluster
-        insecure = cluster_config.get("insecure-skip-tls-verify") and "certificate-authority" not in cluster_config
+        insecure = config.cluster.get("insecure-skip-tls-verify") and "certificate-authority" not in config.cluster
         if insecure and not os.environ.get("PYKUBE_SSL_CERTIFICATE_AUTHORITY") and self._base.startswith("https:"):
             cluster = (config.contexts.get(config.current_context) or {}).get("cluster", config.current_context)
             _say_insecure_once(str(cluster), self._base)

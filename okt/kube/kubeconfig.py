@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import pathlib
+import ssl
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -310,6 +311,57 @@ def refuse_unhonoured(config: pykube.KubeConfig) -> None:
                 "the kubeconfig's auth-provider gcp needs google-auth (pip install new-pykube[gcp]); kubectl replaced "
                 "it with the gke-gcloud-auth-plugin credential plugin (user.exec)"
             )
+
+
+def refuse_unloadable_certificates(config: pykube.KubeConfig) -> None:
+    """Load the CA and the client certificate the connections to the API server will use, and refuse one that cannot
+    be loaded with one line naming it (the file, or the kubeconfig's ``-data`` field) and why.
+
+    Why at start: each is read only when the first connection is made. On the direct path the failure was a
+    connection failure (``no response (Unavailable)``, retried as if the server were restarting); through an
+    ``https://`` proxy, where the proxy's context is made first, a bare :class:`OSError` out of the first request.
+    Read here, the same file fails the same way at start, whichever path, proxy or none, the requests take.
+    ``config``'s inline data must have been written to files already (as :class:`okt.kube.client.Client` does).
+
+    Raises:
+        okt.errors.ConfigurationError: the CA (``PYKUBE_SSL_CERTIFICATE_AUTHORITY``'s file first, as pykube reads
+            it, else the cluster's ``certificate-authority``) cannot be read or holds no PEM certificate, or the
+            user's ``client-certificate`` and ``client-key`` cannot be read or do not make a pair.
+    """
+    cluster, user = _entry(config, "clusters", "cluster"), _entry(config, "users", "user")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    named = os.environ.get("PYKUBE_SSL_CERTIFICATE_AUTHORITY")
+    if named:
+        authority: str | None = named
+        said = f"PYKUBE_SSL_CERTIFICATE_AUTHORITY's CA file {named}"
+    elif "certificate-authority" in config.cluster:
+        authority = config.cluster["certificate-authority"].filename()
+        inline = cluster.get("certificate-authority-data")
+        said = "the kubeconfig's certificate-authority-data" if inline else f"the CA file {authority}"
+    else:
+        authority = None
+    if authority is not None and not os.path.isdir(authority):  # a folder of CAs (as requests takes) is read lazily
+        try:
+            context.load_verify_locations(cafile=authority)
+        except OSError as exc:
+            raise errors.ConfigurationError(f"{said} cannot be used: {_unloadable(exc, 'CA certificate')}") from exc
+    if "client-certificate" in config.user and "client-key" in config.user:
+        files = (config.user["client-certificate"].filename(), config.user["client-key"].filename())
+        inline = user.get("client-certificate-data") or user.get("client-key-data")
+        said = "the kubeconfig's client-certificate and client-key" + ("" if inline else f" ({files[0]}, {files[1]})")
+        try:
+            context.load_cert_chain(*files)
+        except OSError as exc:
+            raise errors.ConfigurationError(
+                f"{said} cannot be used: {_unloadable(exc, 'certificate and key')}"
+            ) from exc
+
+
+def _unloadable(exc: OSError, what: str) -> str:
+    """Why a certificate file could not be loaded, in one line that never quotes it (a key may be in it)."""
+    if isinstance(exc, ssl.SSLError):  # OpenSSL read it and found no PEM block, or a broken one, or a key of another
+        return f"it holds no usable {what} in PEM form ({exc.reason or exc})"
+    return exc.strerror or str(exc)
 
 
 def _installed(module: str) -> bool:

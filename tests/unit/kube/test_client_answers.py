@@ -21,6 +21,7 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds
+from okt.runtime import certs
 from tests.unit.kube import loopback
 
 CONFIG_MAP = kinds.BUILTIN[("v1", "ConfigMap")]
@@ -371,7 +372,7 @@ def test_the_in_cluster_client_asks_for_answers_uncompressed(
 ) -> None:
     (tmp_path / "token").write_text("t")
     (tmp_path / "namespace").write_text("default")
-    (tmp_path / "ca.crt").write_text("")
+    (tmp_path / "ca.crt").write_bytes(certs.self_signed().ca_pem)  # loaded when the client is made
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "1")
     client = kube_client.Client.in_cluster(tmp_path)

@@ -9,6 +9,7 @@ import pytest
 
 from okt import errors
 from okt.kube import client as kube_client
+from okt.runtime import certs
 
 KUBECONFIG = """
 apiVersion: v1
@@ -137,7 +138,7 @@ def test_kubeconfig_with_several_files_reads_relative_paths_from_the_folder_of_t
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "b" / "certs").mkdir(parents=True)
-    (tmp_path / "b" / "certs" / "ca.crt").write_text("CA of b\n")
+    (tmp_path / "b" / "certs" / "ca.crt").write_bytes(certs.self_signed().ca_pem)  # loaded when the client is made
     (tmp_path / "b" / "token").write_text("token-of-b\n")
     first = _kubeconfig(tmp_path / "a" / "config", "current-context: b\n")
     second = _kubeconfig(

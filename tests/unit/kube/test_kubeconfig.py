@@ -18,6 +18,7 @@ import yaml
 from okt import errors
 from okt.kube import client as kube_client
 from okt.kube import kinds, kubeconfig, podexec
+from okt.runtime import certs
 
 
 def config(user: dict[str, Any] | None = None, cluster: dict[str, Any] | None = None) -> pykube.KubeConfig:
@@ -155,6 +156,38 @@ def test_what_kubectl_refuses_or_okt_cannot_do_is_refused_at_start_naming_the_fi
 ) -> None:
     for name in ("ca.pem", "c.pem", "k.pem"):  # a file named is read from the kubeconfig's folder
         (tmp_path / name).write_text("-----BEGIN CERTIFICATE-----\n")
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config(user, cluster).doc))
+
+    with pytest.raises(errors.ConfigurationError, match=message):
+        kube_client.Client.from_kubeconfig(path)
+
+
+@pytest.mark.parametrize(
+    ("user", "cluster", "message"),
+    [
+        (
+            {"token": "t"},
+            {"certificate-authority": "ca.pem"},
+            r"CA file .*/ca\.pem cannot be used: it holds no usable CA",
+        ),
+        ({"token": "t"}, {"certificate-authority-data": "bm90IFBFTQo="}, "certificate-authority-data cannot be used"),
+        (
+            {"client-certificate": "c.pem", "client-key": "other.key"},
+            {"certificate-authority": "good.pem"},
+            r"client-certificate and client-key \(.*/c\.pem, .*/other\.key\) cannot be used: it holds no usable",
+        ),
+    ],
+    ids=["ca-file", "ca-data", "key-of-another-certificate"],
+)
+def test_a_certificate_that_cannot_be_loaded_is_refused_at_start_naming_it(
+    tmp_path: pathlib.Path, user: dict[str, Any], cluster: dict[str, Any], message: str
+) -> None:
+    mine, another = certs.self_signed(), certs.self_signed()
+    (tmp_path / "ca.pem").write_text("not PEM\n")
+    (tmp_path / "good.pem").write_bytes(mine.ca_pem)
+    (tmp_path / "c.pem").write_bytes(mine.cert_pem)
+    (tmp_path / "other.key").write_bytes(another.key_pem)
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(config(user, cluster).doc))
 

@@ -79,16 +79,18 @@ def test_a_token_file_takes_the_direct_path_with_no_token_built_in(tmp_path: pat
 
 
 def test_a_client_key_given_inline_is_written_where_only_its_user_can_read_it(tmp_path: pathlib.Path) -> None:
-    key = base64.b64encode(f"-----BEGIN PRIVATE KEY-----\n{tmp_path}\n-----END PRIVATE KEY-----\n".encode()).decode()
-    kubeconfig = config(tmp_path, {"client-certificate-data": key, "client-key-data": key})
+    bundle = certs.self_signed()  # loaded when the client is made: a real pair
+    given = (bundle.cert_pem, bundle.key_pem)
+    inline = [base64.b64encode(pem).decode() for pem in given]
+    kubeconfig = config(tmp_path, {"client-certificate-data": inline[0], "client-key-data": inline[1]})
 
     client = kube_client.Client(kubeconfig)
 
     assert client.tls.cert is not None
-    for written in client.tls.cert:
+    for written, pem in zip(client.tls.cert, given, strict=True):
         assert stat.S_IMODE(os.stat(written).st_mode) & 0o077 == 0
         assert stat.S_IMODE(os.stat(os.path.dirname(written)).st_mode) & 0o077 == 0
-        assert pathlib.Path(written).read_bytes() == base64.b64decode(key)
+        assert pathlib.Path(written).read_bytes() == pem
     assert kubeconfig.user["client-key"].filename() == client.tls.cert[1]  # what the session sends, too
 
 

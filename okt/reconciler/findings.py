@@ -126,10 +126,17 @@ class Findings:
             if not held:
                 del self._held[uid]
 
-    def clear(self) -> None:
-        """Forget everything (the supervisor stops)."""
+    def clear(self, *, keep_retired: bool = False) -> None:
+        """Forget everything (the supervisor stops); with ``keep_retired``, all but what daemons done for their
+        object stated (:meth:`retire`), kept for the reconciles that remove it (the kind's daemons suspended)."""
         with self._lock:
-            self._held.clear()
+            if not keep_retired:
+                self._held.clear()
+                return
+            for uid in list(self._held):
+                self._held[uid] = {name: held for name, held in self._held[uid].items() if held.retired}
+                if not self._held[uid]:
+                    del self._held[uid]
 
     def retire(self, uid: str, daemon: str) -> bool:
         """``daemon`` returned on its own, or was stopped as its object no longer passes its own filter (the object

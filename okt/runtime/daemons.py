@@ -23,6 +23,7 @@ Guarantees:
   each runs what follows its loop), and none starts there while it lasts; :meth:`Supervisor.resume`, once the list
   that answers again is in the cache (before any of its changes is told), starts one for every object the cache then
   holds there, as at the start (one that had returned on its own stays done, one the list found deleted starts none);
+  what a daemon done for its object stated is kept through it, for the reconcile that removes it from the status;
 * **never two at once** for one object and daemon: an object that comes back while its daemon is still stopping
   (filtered out and in again, by the reconciler's filters or the daemon's own) gets a new daemon only once the old
   thread returned;
@@ -206,8 +207,9 @@ class Supervisor:
         """The cache can no longer tell the kind's objects in ``namespace`` (all of them when ``None``) as they are —
         the API server no longer serves the kind (``refusal`` a ``NotFound``) or refuses okt its list or watch there
         (a ``Forbidden``: see :meth:`okt.runtime.cache.Cache.refusal`): ask the daemons of those objects to stop, as
-        :meth:`halt` does, and start none there until :meth:`resume` of the same ``namespace`` (returns at once; True
-        unless it was suspended already). ``namespace`` is the scope of the informer that failed: an operator watching
+        :meth:`halt` does (but what a daemon done for its object stated is kept, for the reconcile that removes it),
+        and start none there until :meth:`resume` of the same ``namespace`` (returns at once; True unless it was
+        suspended already). ``namespace`` is the scope of the informer that failed: an operator watching
         namespaces ``a`` and ``b`` lists and watches each on its own, and a refusal in ``a`` says nothing of ``b``,
         whose daemons go on.
 
@@ -227,11 +229,14 @@ class Supervisor:
                 (key, slot) for key, slot in self._slots.items() if namespace is None or slot.namespace == namespace
             ]
             running = sum(slot.thread is not None and not slot.stop.is_set() for _, slot in within)
+            # What a daemon done for its object stated stays held: the reconcile that removes it from the status
+            # fails while the kind cannot be read, and is retried once it can (dropped, the object's record would
+            # keep it on the status for good: its daemon still declared, and done, states nothing again).
             if namespace is None:
-                self.findings.clear()
+                self.findings.clear(keep_retired=True)
             for key, slot in within:
                 if namespace is not None:
-                    self.findings.close(*key)
+                    self.findings.close(*key, keep_retired=True)
                 slot.again = False
                 self._ask_stop(slot)
         if running:

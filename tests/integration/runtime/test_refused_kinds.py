@@ -10,6 +10,7 @@ from __future__ import annotations
 import pathlib
 import re
 import secrets
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -442,6 +443,80 @@ def test_the_daemons_of_a_kind_whose_watch_is_refused_stop_and_start_again_from_
         "the API server refuses okt the list or watch of the kind: its daemons are asked to stop",
         "the API server lets okt list and watch the kind again: its daemons start again",
     ], said
+
+
+class ProbedGadgets(okt.Reconciler):
+    """Gadgets whose daemon states ``Probed`` and returns, done for its object, once ``done`` is set."""
+
+    api_version = f"{runtime.GROUP}/v1"
+    kind = "Gadget"
+    plural = "gadgets"
+    done = threading.Event()
+
+    @okt.daemon
+    def probe(self, ctx: okt.DaemonContext) -> None:
+        ctx.set_condition("Probed", True, "Answers")
+        while not ctx.stop.wait(0.1):
+            if self.done.is_set():
+                return
+
+
+def probed(kube: kube_client.Client, kind: kinds.Kind, namespace: str) -> dict[str, Any] | None:
+    return condition(kube.get_or_none(kind, "g", namespace), "Probed")
+
+
+def refuses_status_writes(client: kube_client.Client, kind: kinds.Kind, namespace: str) -> bool:
+    """Whether the API server refuses ``client`` a (no-op) write of the Gadget's status."""
+    try:
+        client.patch(kind, "g", {}, namespace, subresource="status")
+    except errors.Forbidden:
+        return True
+    return False
+
+
+def test_what_a_daemon_done_for_its_object_stated_leaves_the_status_once_a_refusal_of_its_kind_is_lifted(
+    kube: kube_client.Client, operator: kube_client.Client, namespace: str, gadget_kind: kinds.Kind, make_gadget: Any
+) -> None:
+    """The daemon returned on its own while the status could not be written (the Role lost ``gadgets/status``), so
+    the reconcile asked to remove its condition failed; then the list and watch of Gadgets were refused too. Once all
+    is granted again, that reconcile removes it: the suspension dropped it, and the condition stayed for good (the
+    object's record keeps what a daemon still declared stated; done, it never states anything again)."""
+    ProbedGadgets.done.clear()
+    cache = cache_mod.Cache(operator, [namespace], watch_timeout=2)
+    gadgets = controller_mod.Controller(ProbedGadgets, operator, cache, workers=1)
+    make_gadget("g", size=1)
+    no_status = [rule for rule in GADGET_RULES if "gadgets/status" not in rule["resources"]]
+    try:
+        gadgets.watch()
+        assert cache.wait_for_sync(30)
+        gadgets.start_workers()
+        wait_for(lambda: probed(kube, gadget_kind, namespace) is not None, timeout=30, message="Probed written")
+
+        set_rules(kube, namespace, no_status)
+        wait_for(lambda: refuses_status_writes(operator, gadget_kind, namespace), timeout=30, message="refused")
+        ProbedGadgets.done.set()
+        wait_for(lambda: gadgets.daemons.running() == [], timeout=10, message="the daemon returned")
+        wait_for(lambda: gadgets.queue.failures((namespace, "g")) >= 1, timeout=30, message="the removal failed")
+
+        set_rules(kube, namespace, [rule for rule in GADGET_READS_ONLY if "gadgets/status" not in rule["resources"]])
+        (informer,) = cache.informers(gadget_kind)
+        wait_for(lambda: informer.refusal is not None, timeout=30, message="the refused watch of Gadgets")
+        still = probed(kube, gadget_kind, namespace)
+
+        set_rules(kube, namespace, GADGET_RULES)
+        wait_for(lambda: informer.refusal is None, timeout=60, message="the watch of Gadgets answered again")
+        wait_for(
+            lambda: probed(kube, gadget_kind, namespace) is None,
+            timeout=30,
+            message=lambda: f"Probed removed: {probed(kube, gadget_kind, namespace)}",
+        )
+        running = gadgets.daemons.running()
+    finally:
+        gadgets.shutdown(5)
+        cache.stop()
+
+    assert still is not None  # the removal could not be written before the suspension
+    assert running == []  # done for its object: not started again by the resumption
 
 
 @pytest.fixture

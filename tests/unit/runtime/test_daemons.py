@@ -701,6 +701,29 @@ def test_a_suspension_of_every_namespace_holds_the_daemons_of_each() -> None:
     assert sup.join(5)
 
 
+@pytest.mark.parametrize("scope", [None, "ns"], ids=["every-namespace", "its-namespace"])
+def test_a_suspension_keeps_what_a_daemon_done_for_its_object_stated_for_the_reconcile_that_removes_it(
+    scope: str | None,
+) -> None:
+    """The reconcile asked to remove it fails while the kind cannot be read: dropped, the object's record would keep
+    the condition on the status for good (its daemon, done, states nothing again)."""
+    reconciler, store, asked = Reporting(), Store(thing("a", "u1"), thing("b", "u2")), []
+    sup = reporting_supervisor(reconciler, store, asked)
+    sup.start(store.objs.values())
+    wait_for(lambda: reconciler.daemon_findings.holds("u1") and reconciler.daemon_findings.holds("u2"))
+    reconciler.quit.set()
+    wait_for(lambda: sup.running() == [])
+
+    assert sup.suspend(REFUSED, scope) is True
+    assert sup.resume(store.objs.values(), scope) is True
+
+    assert sup.running() == []  # done for their objects: not started again
+    conditions = okt.Conditions.from_status({"conditions": [{"type": "OperandHealthy", "status": "True"}]})
+    applied = reconciler.daemon_findings.apply("u1", conditions, {}, {}, concerned=("probe",))
+    assert "OperandHealthy" not in conditions
+    assert applied.changed
+
+
 def in_namespace(store: Store, namespace: str) -> list[dict[str, Any]]:
     """The objects of ``store`` in ``namespace``: what the cache lists there."""
     return [obj for obj in store.objs.values() if obj["metadata"]["namespace"] == namespace]

@@ -350,7 +350,8 @@ def refuse_unloadable_certificates(config: pykube.KubeConfig) -> None:
         inline = user.get("client-certificate-data") or user.get("client-key-data")
         said = "the kubeconfig's client-certificate and client-key" + ("" if inline else f" ({files[0]}, {files[1]})")
         try:
-            context.load_cert_chain(*files)
+            # An empty password: OpenSSL would ask for an encrypted key's on the terminal (kubectl reads none either)
+            context.load_cert_chain(*files, password="")
         except OSError as exc:
             raise errors.ConfigurationError(
                 f"{said} cannot be used: {_unloadable(exc, 'certificate and key')}"

@@ -14,6 +14,7 @@ from typing import Any
 import pykube
 import pytest
 import yaml
+from cryptography.hazmat.primitives import serialization
 
 from okt import errors
 from okt.kube import client as kube_client
@@ -177,8 +178,13 @@ def test_what_kubectl_refuses_or_okt_cannot_do_is_refused_at_start_naming_the_fi
             {"certificate-authority": "good.pem"},
             r"client-certificate and client-key \(.*/c\.pem, .*/other\.key\) cannot be used: it holds no usable",
         ),
+        (  # refused, not asked for on the terminal as OpenSSL would (kubectl reads no passphrase either)
+            {"client-certificate": "c.pem", "client-key": "encrypted.key"},
+            {"certificate-authority": "good.pem"},
+            r"client-certificate and client-key \(.*/c\.pem, .*/encrypted\.key\) cannot be used",
+        ),
     ],
-    ids=["ca-file", "ca-data", "key-of-another-certificate"],
+    ids=["ca-file", "ca-data", "key-of-another-certificate", "encrypted-key"],
 )
 def test_a_certificate_that_cannot_be_loaded_is_refused_at_start_naming_it(
     tmp_path: pathlib.Path, user: dict[str, Any], cluster: dict[str, Any], message: str
@@ -188,6 +194,11 @@ def test_a_certificate_that_cannot_be_loaded_is_refused_at_start_naming_it(
     (tmp_path / "good.pem").write_bytes(mine.ca_pem)
     (tmp_path / "c.pem").write_bytes(mine.cert_pem)
     (tmp_path / "other.key").write_bytes(another.key_pem)
+    key = serialization.load_pem_private_key(mine.key_pem, password=None)
+    encryption = serialization.BestAvailableEncryption(b"secret")
+    (tmp_path / "encrypted.key").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
+    )
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(config(user, cluster).doc))
 

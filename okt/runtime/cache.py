@@ -131,7 +131,9 @@ class Cache:
         """Watch ``kind`` (once) and deliver its events to ``on_event`` (every caller gets every event, but the echo
         of a write ``writer`` made and wrote through with :meth:`observe`: it knows that one).
 
-        ``indexers`` adds secondary indexes over the kind's store (:meth:`by_index`), also to a kind already watched.
+        ``indexers`` adds secondary indexes over the kind's store (:meth:`by_index`), also to a kind already watched:
+        over the objects stored then, on the caller's thread, without the cache's lock (an index function that hangs
+        holds this start and the kind's store, never ``/readyz`` or the start of another kind).
 
         ``status_owners`` keeps who owns which status field of each object (what applying the status needs), as
         does :meth:`keep_status_owners` before; ``field_owners`` keeps the managedFields entries a take-over of a
@@ -181,8 +183,6 @@ class Cache:
                 # Replay whatever is stored, synced or not: an object may also arrive by the informer thread, and a
                 # duplicate ADDED is harmless where a missed one is not. The handler joins first: what the store no
                 # longer holds when the replay reaches it, its events told the handler.
-                for existing in self._informers[key].values():
-                    existing.add_indexers(indexers or {})
                 replay = list(self._informers[key].values())
                 self._handlers[key].append((on_event, writer))
                 new: list[informer_mod.Informer] = []
@@ -216,6 +216,12 @@ class Cache:
                 }
                 self._informers[key] = informers
                 new = list(informers.values())
+        # The indexes added to a kind already watched are built over its stored objects by the operator's own index
+        # functions, which may take their time or never return: never under the cache's lock, which /readyz takes,
+        # and every other start (the informer's own lock is held, as it is while its thread indexes an event). Before
+        # the replay, so the handler joining finds them.
+        for informer in replay:
+            informer.add_indexers(indexers or {})
         # A handler joining a synced kind learns what is already there; later events follow on the informer thread.
         # Each object as stored when its turn comes, while that thread waits (see Informer.replay), and without the
         # cache's lock, which the thread takes to deliver: taken from a list of the objects read before, the replay

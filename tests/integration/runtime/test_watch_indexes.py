@@ -13,11 +13,14 @@ import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import watches
+from okt.runtime import cache as cache_mod
 from okt.runtime import manager as manager_mod
 from okt.testing import wait_for
 from tests.integration.runtime import conftest as shared
 
 pytestmark = pytest.mark.integration
+
+SECRET = kinds.builtin("v1", "Secret")
 
 
 def level_of(cm: Mapping[str, Any]) -> dict[str, str] | None:
@@ -170,3 +173,44 @@ def test_a_running_operator_reads_tuple_keys_back_as_tuples_and_looks_them_up_by
     )
     wait_for(lambda: read("web") == ["a"], timeout=10, message=lambda: str(ReadingTuples.read))
     assert manager.working
+
+
+def test_an_index_function_added_to_a_kind_already_watched_holds_no_lock_of_the_cache_while_it_hangs(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    """A second controller joining a kind already watched indexes the objects stored at its start: the operator's
+    code, which may hang, never run under the cache's lock, which ``/readyz`` (synced, blocked, refused, unserved) and
+    every other start take."""
+    entered, release = threading.Event(), threading.Event()
+
+    def hangs(cm: Mapping[str, Any]) -> tuple[str, ...]:
+        entered.set()
+        release.wait(30)
+        return ()
+
+    kube.create(config_map(namespace, "a", level="info"), kinds.CONFIG_MAP)
+    cache = cache_mod.Cache(kube, [namespace])
+    joining = reading = threading.Thread(target=lambda: None)
+    try:
+        cache.start(kinds.CONFIG_MAP, lambda *_: None)
+        assert cache.wait_for_sync(30)
+        joining = threading.Thread(
+            target=cache.start, args=(kinds.CONFIG_MAP, lambda *_: None), kwargs={"indexers": {"stuck": hangs}}
+        )
+        joining.start()
+        assert entered.wait(10)
+        answered: list[object] = []
+        reading = threading.Thread(
+            target=lambda: answered.extend(
+                [cache.synced, cache.blocked(), cache.refused(), cache.unserved(), cache.start(SECRET, lambda *_: 0)]
+            ),
+            daemon=True,
+        )
+        reading.start()
+        reading.join(3)
+        assert answered == [True, [], [], [], None]
+    finally:
+        release.set()
+        joining.join(10)
+        reading.join(10)
+        cache.stop()

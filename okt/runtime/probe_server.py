@@ -17,9 +17,13 @@ Guarantees:
   in one line and the connection closed, the rest never read; a request the server cannot serve (a malformed request
   line, a method other than ``GET``) is answered its ``4xx``/``5xx`` in one plain line, never a page of HTML;
 * at most :data:`MAX_CONNECTIONS` connections are held at once, and :data:`MAX_CONNECTIONS_PER_ADDRESS` from one
-  client address: one more is closed as soon as it is accepted, without a thread or an answer, warned of (once a
-  minute, at debug level in between); the probes are answered again as soon as one of those held ends, and one
-  client holding its most leaves them answered to the others (the kubelet's, from the node's address);
+  client address. One more takes the slot of a connection still **waiting for its request** (not yet sent whole),
+  which is closed: from its own address when that one holds its most, otherwise the oldest of the address holding
+  the most — so a probe (whose request comes at once) is answered whatever slow clients hold, from however many
+  addresses, and the kubelet's is closed only while its address holds the most, never once its request is read
+  (nginx reclaims the connections still waiting for a request, oldest first, the same way). Only when every one
+  held is being answered is the new one closed as soon as it is accepted, without a thread or an answer. Either is
+  warned of (once a minute, at debug level in between);
 * ``/metrics`` answers ``500`` with one line naming the error when a collector raised (an operator's own, in the
   default registry), logged as a warning (at debug level while the same error repeats), never a connection closed
   without an answer; the probes are unaffected;
@@ -46,6 +50,7 @@ keep their meaning.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import http.server
 import io
@@ -84,14 +89,19 @@ once; a probe's or a scrape's head is under 1 KiB, a bearer token's a few (Go's 
 MAX_CONNECTIONS = 64
 """Connections the probe server holds at most: each holds a thread (and its stack) until its request is answered, up to
 :data:`READ_TIMEOUT` for a slow or silent client, so a few hundred such clients held as many threads and their memory.
-One beyond the cap is closed as soon as it is accepted, and the probes are answered again once one of the others ends;
-Prometheus and the kubelet open one or two at a time."""
+One beyond the cap takes the slot of one still waiting for its request, closed for it (the oldest of the address that
+holds the most): slow clients from as many addresses as it takes to hold every slot (all of 127.0.0.0/8 is one host's)
+closed the kubelet's probes unanswered, as one address alone did before :data:`MAX_CONNECTIONS_PER_ADDRESS`. One
+beyond it is closed at once only when every one held is being answered. Prometheus and the kubelet open one or two at
+a time."""
 
 MAX_CONNECTIONS_PER_ADDRESS = 8
 """Connections the probe server holds at most from one client address: one client opening connections and sending
 nothing, again as each is cut off, held every slot of :data:`MAX_CONNECTIONS`, and the kubelet's probes, from the
-node's address, were closed unanswered until the pod restarted for it. The kubelet, Prometheus and an engineer's
-``curl`` each open one or two at a time."""
+node's address, were closed unanswered until the pod restarted for it. One more from an address holding its most
+takes the slot of that address's oldest connection still waiting for its request (a hostNetwork pod shares the
+node's address with the kubelet). The kubelet, Prometheus and an engineer's ``curl`` each open one or two at a
+time."""
 
 _REFUSALS_WARNED_EVERY = 60.0
 """Seconds between two warnings about connections refused past :data:`MAX_CONNECTIONS` (debug lines in between)."""
@@ -185,6 +195,21 @@ _TLS_HANDSHAKE = b"\x16"
 """The first byte a TLS client sends (a handshake record); a plain HTTP request starts with its method's letter."""
 
 
+class _Slot:
+    """One connection held (see :meth:`_Server.verify_request`): where it comes from, since when, the socket it is
+    served on (the TLS one once wrapped), and whether it still waits for its request head — the only time it may be
+    closed for a new connection: once read, its answer is under way, and one of a probe or a scrape is quick."""
+
+    __slots__ = ("address", "closed", "since", "socket", "waiting")
+
+    def __init__(self, address: str, connection: socket.socket) -> None:
+        self.address = address
+        self.since = time.monotonic()
+        self.socket = connection
+        self.waiting = True
+        self.closed = False
+
+
 class _HeadTooLarge(Exception):
     """The request's head reached :data:`MAX_HEAD_BYTES` before its end: answered ``431``, the rest never read."""
 
@@ -237,6 +262,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         # each; with a timeout per read, one that trickled its head did. The head has one deadline (a TLS handshake
         # included), and the answer a timeout per write (a client that stops taking it): either ends the connection.
         self.deadline = time.monotonic() + self.server.read_timeout
+        self.accepted = self.request  # the server's key of this connection's slot, whatever wraps it
         if self.server.tls is not None:
             self._secure()
         super().setup()
@@ -253,6 +279,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         assert self.server.tls is not None
         wrapped = self.server.tls().wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
         try:
+            # The accepted socket is the TLS one's now (closing it for a newer connection closes this one): closed
+            # already, in the moment it was handed over, when the server no longer holds it.
+            if not self.server.serves_on(self.accepted, wrapped):
+                raise ConnectionAbortedError("closed for a newer connection before its TLS handshake")
             wrapped.settimeout(max(self.deadline - time.monotonic(), 0.001))  # the handshake's whole time
             wrapped.do_handshake()
         except BaseException:
@@ -267,6 +297,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         finally:
             if self.secured:  # the server closes the socket it accepted, which the TLS one took over
                 self.connection.close()
+
+    def parse_request(self) -> bool:
+        # The head is read (or refused): from here the request is being answered, and its slot is no longer taken
+        # for a new connection.
+        try:
+            return super().parse_request()
+        finally:
+            self.server.head_read(self.accepted)
 
     def handle_one_request(self) -> None:
         self.deadline = time.monotonic() + self.server.read_timeout
@@ -373,6 +411,8 @@ class _Server(http.server.ThreadingHTTPServer):
     max_per_address: int
     by_address: collections.Counter[str]
     by_address_lock: threading.Lock
+    held: dict[Any, _Slot]
+    """Each connection held, by the socket it was accepted on, oldest first."""
     refusals_warned: float | None = None
     tls: Callable[[], ssl.SSLContext] | None = None
     reviewer: metrics_auth.Reviewer | None = None
@@ -380,51 +420,113 @@ class _Server(http.server.ThreadingHTTPServer):
 
     def verify_request(self, request: Any, client_address: Any) -> bool:
         # Called on the serving thread for each accepted connection, before a thread is started for it: one past the
-        # cap is closed there (socketserver's shutdown_request), and takes no thread.
+        # caps takes the slot of one still waiting for its request (closed here), or, when every one held is being
+        # answered, is closed there (socketserver's shutdown_request), and takes no thread.
         address = str(client_address[0])
         with self.by_address_lock:
             full = self.by_address[address] >= self.max_per_address
-            if not full and self.connections.acquire(blocking=False):
+            if full:
+                # Its own address's oldest waiting: one client (perhaps sharing the node's address with the kubelet)
+                # never holds its most against a newer connection of the same address that sends its request.
+                taken = next((s for s in self.held.values() if s.waiting and s.address == address), None)
+            elif self.connections.acquire(blocking=False):
+                taken = None
+            else:
+                waiting = [s for s in self.held.values() if s.waiting]
+                # The address holding the most, its oldest: however many addresses slow clients hold slots from, a
+                # probe's connection is taken only while its own address holds as many as any other.
+                taken = max(waiting, key=lambda s: (self.by_address[s.address], -s.since), default=None)
+                full = taken is None
+            if taken is not None:
+                self._close_waiting(taken)
+            if not full or taken is not None:
                 self.by_address[address] += 1
-                return True
+                self.held[request] = _Slot(address, request)
+                if taken is None:
+                    return True
+        self._warn(address, full, taken)
+        return taken is not None
+
+    def _close_waiting(self, slot: _Slot) -> None:
+        """Close a connection still waiting for its request, its slot handed to a new one (the lock is held): its
+        thread's read ends at once, and its end frees nothing (:meth:`_release`)."""
+        slot.closed = True
+        del self.held[next(key for key, held in self.held.items() if held is slot)]
+        self.by_address[slot.address] -= 1
+        if not self.by_address[slot.address]:
+            del self.by_address[slot.address]
+        # The plain socket's shutdown, even of a TLS one: it ends the read blocked on it, on any thread. An error:
+        # gone already (the client left), or handed to the TLS socket a moment ago (serves_on says so to its thread).
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(slot.socket, socket.SHUT_RDWR)
+
+    def _warn(self, address: str, full: bool, taken: _Slot | None) -> None:
         now = time.monotonic()
         if self.refusals_warned is None or now - self.refusals_warned >= _REFUSALS_WARNED_EVERY:
             self.refusals_warned = now
             log = _log.warning
         else:
             log = _log.debug
-        if full:
+        if taken is not None:
             log(
-                "the metrics and probe server holds its most connections from one address, a new one is closed",
+                "the metrics and probe server holds its most connections, one still waiting for its request is "
+                "closed for a new one",
+                closed=taken.address,
+                address=address,
+                waited=round(time.monotonic() - taken.since, 3),
+            )
+        elif full and self.by_address[address] >= self.max_per_address:
+            log(
+                "the metrics and probe server holds its most connections from one address, all being answered, a "
+                "new one is closed",
                 address=address,
                 most=self.max_per_address,
             )
         else:
-            said = "the metrics and probe server holds its most connections, a new one is closed"
+            said = "the metrics and probe server holds its most connections, all being answered, a new one is closed"
             log(said, most=self.max_connections)
-        return False
 
-    def _release(self, client_address: Any) -> None:
-        """Free the slot a connection took (see :meth:`verify_request`)."""
-        address = str(client_address[0])
+    def head_read(self, accepted: Any) -> None:
+        """The connection accepted as ``accepted`` has its request head read: its slot is no longer taken for a new
+        connection."""
         with self.by_address_lock:
-            self.by_address[address] -= 1
-            if not self.by_address[address]:
-                del self.by_address[address]
+            slot = self.held.get(accepted)
+            if slot is not None:
+                slot.waiting = False
+
+    def serves_on(self, accepted: Any, wrapped: socket.socket) -> bool:
+        """The connection accepted as ``accepted`` is served on ``wrapped`` (its TLS socket) from now on: whether it
+        still holds its slot (False: it was closed for a newer connection while its handshake went on)."""
+        with self.by_address_lock:
+            slot = self.held.get(accepted)
+            if slot is None:
+                return False
+            slot.socket = wrapped
+            return True
+
+    def _release(self, request: Any) -> None:
+        """Free the slot a connection took (see :meth:`verify_request`), unless it was handed to a newer one."""
+        with self.by_address_lock:
+            slot = self.held.pop(request, None)
+            if slot is None:
+                return
+            self.by_address[slot.address] -= 1
+            if not self.by_address[slot.address]:
+                del self.by_address[slot.address]
             self.connections.release()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request(request, client_address)
         except BaseException:  # no thread started: the slot it took is free again
-            self._release(client_address)
+            self._release(request)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._release(client_address)
+            self._release(request)
 
     def collector_failed(self, exc: Exception) -> str:
         """The one line ``/metrics`` answers when a collector raised (an operator's own, in the default registry:
@@ -462,9 +564,10 @@ class ProbeServer:
             JSON answer; none when ``None``.
         read_timeout: seconds a connection has to send its whole request head (one deadline, however it is trickled),
             and to take each write of the answer, before it is closed.
-        max_connections: connections held at once at most; one more is closed as soon as it is accepted.
-        max_connections_per_address: connections held at once at most from one client address; one more is closed
-            as soon as it is accepted.
+        max_connections: connections held at once at most; one more takes the slot of one still waiting for its
+            request (closed for it), or is closed as soon as it is accepted when every one held is being answered.
+        max_connections_per_address: connections held at once at most from one client address; one more takes the
+            slot of that address's oldest still waiting for its request, or is closed at once when there is none.
         tls: serve connections that open with a TLS handshake over TLS with this context, or with the one this
             callable gives for each of them (a certificate read again: see :func:`protection`); the others stay plain
             HTTP.
@@ -508,6 +611,7 @@ class ProbeServer:
         self._server.connections = threading.BoundedSemaphore(max_connections)
         self._server.max_per_address = max_connections_per_address
         self._server.by_address, self._server.by_address_lock = collections.Counter(), threading.Lock()
+        self._server.held = {}
         if isinstance(tls, ssl.SSLContext):
             context = tls
             self._server.tls = lambda: context

@@ -411,37 +411,79 @@ def test_a_client_trickling_its_request_head_is_cut_off_at_one_deadline_and_prob
     assert cut_off, "the server still read a head it had been sent byte by byte for 6 s"
 
 
-def test_connections_past_the_cap_are_closed_at_once_and_probes_are_answered_once_one_closes() -> None:
-    """Each connection holds a thread of the server until its request is read: a few hundred slow clients held as many
-    threads, and their memory, with no end to how many."""
+def test_connections_past_the_cap_while_every_one_held_is_being_answered_are_closed_at_once() -> None:
+    """Each connection holds a thread of the server until it is answered: a few hundred slow clients held as many
+    threads, and their memory, with no end to how many. Only one still waiting for its request gives its slot up."""
+    answering, release = threading.Semaphore(0), threading.Event()
+
+    def ready() -> tuple[bool, str]:
+        answering.release()
+        release.wait(30)
+        return True, "ok"
+
     server = probe_server.ProbeServer(
-        ("127.0.0.1", 0), metrics_mod.Metrics(), lambda: (True, "ok"), lambda: (True, "ok"), read_timeout=60
+        ("127.0.0.1", 0), metrics_mod.Metrics(), lambda: (True, "ok"), ready, read_timeout=60
     )
     server.start()
-    idle: list[socket.socket] = []
+    busy: list[socket.socket] = []
     per_address = probe_server.MAX_CONNECTIONS_PER_ADDRESS
     try:
         with structlog.testing.capture_logs() as logged:
             for i in range(probe_server.MAX_CONNECTIONS):  # from as many addresses as the cap per address needs
-                idle.append(connect_from(f"127.0.0.{2 + i // per_address}", server.port))
+                busy.append(connect_from(f"127.0.0.{2 + i // per_address}", server.port))
+                busy[-1].sendall(b"GET /readyz HTTP/1.0\r\n\r\n")
+            for _ in busy:
+                assert answering.acquire(timeout=10)
             with socket.create_connection(("127.0.0.1", server.port), timeout=10) as beyond:
                 beyond.sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
                 try:
                     refused = beyond.recv(1) == b""
                 except ConnectionResetError:
                     refused = True
-            idle.pop().close()
+            release.set()
+            for connection in busy:  # the connections held are still answered
+                assert connection.recv(1024).startswith(b"HTTP/1.0 200")
             wait_for(lambda: probe(server.url + "/healthz") == (200, "ok"), timeout=10)
-        for connection in idle:  # the connections held are still served
-            connection.sendall(b"GET /readyz HTTP/1.0\r\n\r\n")
-            assert connection.recv(1024).startswith(b"HTTP/1.0 200")
     finally:
-        for connection in idle:
+        release.set()
+        for connection in busy:
             connection.close()
         server.stop()
     assert refused
     refusals = [entry["log_level"] for entry in logged if entry["event"].startswith("the metrics and probe server")]
     assert refusals[0] == "warning"
+
+
+def test_slow_clients_from_several_addresses_holding_every_slot_leave_the_probes_answered() -> None:
+    """Slow clients from 8 addresses (all of 127.0.0.0/8 is this host's), 8 each as the cap per address allows, held
+    every slot for the whole read timeout, again as each was cut off: every kubelet probe meanwhile was closed
+    unanswered, and the pod restarted for it. A probe takes the slot of the oldest still waiting of the address that
+    holds the most."""
+    server = probe_server.ProbeServer(
+        ("127.0.0.1", 0), metrics_mod.Metrics(), lambda: (True, "ok"), lambda: (True, "ok"), read_timeout=60
+    )
+    server.start()
+    slow: list[socket.socket] = []
+    per_address = probe_server.MAX_CONNECTIONS_PER_ADDRESS
+    try:
+        with structlog.testing.capture_logs() as logged:
+            for i in range(probe_server.MAX_CONNECTIONS):
+                slow.append(connect_from(f"127.0.0.{2 + i // per_address}", server.port))
+                slow[-1].sendall(b"GET /healthz HTTP/1.0\r\nX-Slow: ")  # a head that never ends
+            answered = probe(server.url + "/healthz")
+            closed = [c for c in slow if select.select([c], [], [], 0)[0] and c.recv(1) == b""]
+            for connection in set(slow) - set(closed):  # the others are still held, answered once their head ends
+                connection.sendall(b"x\r\n\r\n")
+                assert connection.recv(1024).startswith(b"HTTP/1.0 200")
+    finally:
+        for connection in slow:
+            connection.close()
+        server.stop()
+    assert answered == (200, "ok")
+    assert closed == slow[:1]  # the oldest of the addresses holding the most
+    taken = [entry for entry in logged if entry["event"].startswith("the metrics and probe server")]
+    assert taken[0]["log_level"] == "warning"
+    assert (taken[0]["closed"], taken[0]["address"]) == ("127.0.0.2", "127.0.0.1")
 
 
 def connect_from(source: str, port: int) -> socket.socket:
@@ -450,7 +492,7 @@ def connect_from(source: str, port: int) -> socket.socket:
     return socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
 
 
-def test_one_address_holding_its_most_connections_leaves_the_probes_answered_to_the_others() -> None:
+def test_one_address_holding_its_most_connections_leaves_the_probes_answered_from_any_address() -> None:
     """One client that reaches the port (the probes need no token) opening connections and sending nothing held every
     slot of the cap, each for the whole read timeout, again and again: every kubelet probe meanwhile was closed
     unanswered, and the pod restarted for it."""
@@ -464,8 +506,13 @@ def test_one_address_holding_its_most_connections_leaves_the_probes_answered_to_
             for _ in range(probe_server.MAX_CONNECTIONS):
                 flood.append(connect_from("127.0.0.2", server.port))
             answered = probe(server.url + "/healthz")
-            held = flood[: probe_server.MAX_CONNECTIONS_PER_ADDRESS]
-            for connection in held:  # those held from that address are still served
+            # A probe from that very address (a hostNetwork pod shares the node's with the kubelet) takes the slot of
+            # its oldest connection still waiting.
+            flood.append(connect_from("127.0.0.2", server.port))
+            flood[-1].sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
+            assert flood[-1].recv(1024).startswith(b"HTTP/1.0 200")
+            held = flood[-probe_server.MAX_CONNECTIONS_PER_ADDRESS : -1]
+            for connection in held:  # the newest from that address are held, each in its oldest's slot, and served
                 connection.sendall(b"GET /readyz HTTP/1.0\r\n\r\n")
                 assert connection.recv(1024).startswith(b"HTTP/1.0 200")
     finally:

@@ -241,6 +241,38 @@ def test_a_tls_server_answers_plain_probes_and_closes_a_handshake_that_never_end
     assert closed
 
 
+def test_a_handshake_that_never_ends_gives_its_slot_to_a_probe_when_every_slot_is_held() -> None:
+    """A connection still in its TLS handshake is still waiting for its request: a probe past the cap takes its slot,
+    and it is closed at once rather than at the end of its deadline."""
+    client: Any = ReviewingApi({}, set())
+    server = probe_server.ProbeServer(
+        ("127.0.0.1", 0),
+        metrics_mod.Metrics(),
+        lambda: (True, "ok"),
+        lambda: (True, "ok"),
+        read_timeout=60,
+        tls=certs.self_signed().server_context(),
+        reviewer=metrics_auth.Reviewer(client),
+    )
+    server.start()
+    held: list[socket.socket] = []
+    per_address = probe_server.MAX_CONNECTIONS_PER_ADDRESS
+    try:
+        for i in range(probe_server.MAX_CONNECTIONS):
+            source = (f"127.0.0.{2 + i // per_address}", 0)
+            held.append(socket.create_connection(("127.0.0.1", server.port), timeout=10, source_address=source))
+            held[-1].sendall(b"\x16\x03\x01")  # the start of a TLS record, and nothing more
+        with urllib.request.urlopen(server.url + "/healthz", timeout=5) as answer:
+            probe = answer.status, answer.read()
+        closed = held[0].recv(1) == b""  # closed by the server, long before its deadline or this timeout
+    finally:
+        for connection in held:
+            connection.close()
+        server.stop()
+    assert probe == (200, b"ok")
+    assert closed
+
+
 def mount(root: pathlib.Path, bundle: certs.Bundle, generation: str) -> None:
     """Write ``bundle`` as the kubelet updates a mounted Secret (cert-manager's rotation): a new folder, then ``..data``
     pointed at it at once."""

@@ -152,8 +152,9 @@ def _lease_name(value: str | None) -> str | None:
 
 
 def _stuck_after(value: float) -> float | None:
-    """``--stuck-after`` as the manager takes it: ``None`` for 0 (never), and one line for NaN, which every range
-    check lets through and which would compare false with every stall (a watchdog of nothing)."""
+    """``--stuck-after`` (and ``--mapping-stuck-after``) as the manager takes it: ``None`` for 0 (never), and one
+    line for NaN, which every range check lets through and which would compare false with every stall (a watchdog of
+    nothing)."""
     if math.isnan(value):
         raise click.BadParameter("a number of seconds >= 0 (0: never), got nan")
     return value or None
@@ -694,8 +695,16 @@ def _rewrite_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
     show_default=True,
     callback=lambda _ctx, _param, value: _stuck_after(value),
     metavar="SECONDS",
-    help="/healthz fails once every worker of a controller has been on one reconcile, or its mapping of a watched "
-    "object's event has run, this long (0: never).",
+    help="/healthz fails once every worker of a controller has been on one reconcile this long (0: never).",
+)
+@click.option(
+    "--mapping-stuck-after",
+    type=click.FloatRange(min=0),
+    default=120.0,
+    show_default=True,
+    callback=lambda _ctx, _param, value: _stuck_after(value),
+    metavar="SECONDS",
+    help="/healthz fails once a controller's mapping of one watched object's event has run this long (0: never).",
 )
 @click.option(
     "--grace-period",
@@ -781,6 +790,7 @@ def run_command(
     metrics_secure: bool,
     metrics_cert_dir: str | None,
     stuck_after: float | None,
+    mapping_stuck_after: float | None,
     grace_period: float,
     log_format: str | None,
     qps: float | None,
@@ -867,6 +877,7 @@ def run_command(
             metrics_secure=metrics_secure,
             metrics_cert_dir=metrics_cert_dir,
             stuck_after=stuck_after,
+            mapping_stuck_after=mapping_stuck_after,
             grace_period=grace_period,
             on_startup=startups,
             on_cleanup=cleanups,

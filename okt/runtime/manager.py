@@ -45,8 +45,9 @@ Guarantees:
   every worker started still runs, and no controller has had every worker on one reconcile for more than
   ``stuck_after`` seconds (a **watchdog** of the workers' progress: a reconcile that never returns, on every worker,
   reconciles nothing any more, and only a restart frees them), and no controller's mapping thread has been on one
-  event of a watched kind for that long (a ``watches`` mapping that never returns maps nothing more, and during the
-  start keeps the workers from starting);
+  event of a watched kind for more than ``mapping_stuck_after`` seconds (a ``watches`` mapping that never returns maps
+  nothing more, and during the start keeps the workers from starting: a watchdog of its own, shorter, since a
+  mapping is quick where a reconcile may rightly take minutes);
   ``/readyz`` is ``200`` while ``/healthz`` is, once the start-up hooks returned (``503`` naming the hook while one's
   retry waits) and every cache is synced and — with leader election — this replica
   leads or is a healthy standby; a watched kind the API server stops serving afterwards (its CRD deleted, or its
@@ -99,7 +100,14 @@ if TYPE_CHECKING:  # imported when served: its certificates need cryptography, ~
 
 DEFAULT_GRACE_PERIOD = 30.0
 DEFAULT_STUCK_AFTER = 600.0
-"""Seconds every worker of a controller may spend on the reconciles they run before ``/healthz`` fails."""
+"""Seconds every worker of a controller may spend on the reconciles they run before ``/healthz`` fails: a reconcile
+may rightly wait long (a backup, a rollout it drives step by step)."""
+DEFAULT_MAPPING_STUCK_AFTER = 120.0
+"""Seconds a controller's mapping thread may spend on one event of a watched kind before ``/healthz`` fails. A
+mapping names the primaries an object concerns, from the cache or a request or two (each given at most 30 s,
+:data:`okt.kube.client.DEFAULT_TIMEOUT`), on the controller's one mapping thread: while it runs, no later change of
+any watched object reaches a primary, so it waited as long as a reconcile may (:data:`DEFAULT_STUCK_AFTER`, 10
+minutes) before the restart that frees it."""
 CACHES_SYNCING = "caches not synced yet"
 """The note of a ready ``/readyz`` (``200 ok (caches not synced yet)``) whose caches are still filling: the operator
 serves a conversion webhook, which the sync may wait for (see :meth:`Manager.readiness`)."""
@@ -130,7 +138,7 @@ def _is_int(value: object) -> TypeGuard[int]:
 
 def _check_counts_and_seconds(
     max_concurrent: int,
-    stuck_after: float | None,
+    stuck_afters: Mapping[str, float | None],
     grace_period: float,
     resync: float | None,
     lease_timing: tuple[float, float, float],
@@ -143,8 +151,9 @@ def _check_counts_and_seconds(
     if not _is_int(max_concurrent) or max_concurrent < 1:
         raise ValueError(f"max_concurrent must be an int >= 1, got {max_concurrent!r}")
     # An infinite stuck_after is taken (okt run's --stuck-after inf): a watchdog that never fires, as None.
-    if stuck_after is not None and not (delays.is_number(stuck_after) and stuck_after > 0):
-        raise ValueError(f"stuck_after must be a number of seconds > 0, or None, got {delays.said(stuck_after)}")
+    for name, after in stuck_afters.items():
+        if after is not None and not (delays.is_number(after) and after > 0):
+            raise ValueError(f"{name} must be a number of seconds > 0, or None, got {delays.said(after)}")
     if not delays.is_seconds(grace_period, zero=True):
         raise ValueError(f"grace_period must be a finite number of seconds >= 0, got {delays.said(grace_period)}")
     if resync is not None and not delays.is_seconds(resync):
@@ -174,8 +183,11 @@ class Manager:
             the first one's lease to run out); host name plus a random suffix when ``None``.
         grace_period: how long a shutdown waits for in-flight reconciles and for the daemons, then for the clean-up
             hooks (in what is left of it), in seconds (capped at :data:`okt.delays.LONGEST_WAIT`).
-        stuck_after: ``/healthz`` fails once every worker of a controller has been on the reconcile it runs, or its
-            mapping thread on the event of a watched kind it maps, for more than this many seconds; ``None``: never.
+        stuck_after: ``/healthz`` fails once every worker of a controller has been on the reconcile it runs for more
+            than this many seconds; ``None``: never.
+        mapping_stuck_after: ``/healthz`` fails once a controller's mapping thread has been on one event of a
+            watched kind for more than this many seconds (a mapping is quick, a reconcile may not be:
+            :data:`DEFAULT_MAPPING_STUCK_AFTER`); ``None``: never.
         reconcile: the reconcile function (tests and benchmarks may pass their own).
         lease_duration: see :class:`okt.runtime.leader.LeaderElector`.
         renew_deadline: see :class:`okt.runtime.leader.LeaderElector`.
@@ -193,7 +205,8 @@ class Manager:
             ``namespaces`` and ``label_selector``, and admits the others untouched.
 
     Raises:
-        ValueError: no reconciler; ``max_concurrent`` is no int >= 1; ``stuck_after``, ``grace_period`` or
+        ValueError: no reconciler; ``max_concurrent`` is no int >= 1; ``stuck_after``, ``mapping_stuck_after``,
+            ``grace_period`` or
             ``resync`` is no finite number of seconds (> 0, >= 0 and > 0, or None where None is taken); the lease's
             timing breaks ``lease_duration > renew_deadline > retry_period > 0`` (whether or not ``leader_elect``);
             ``metrics_bind`` is no ``HOST:PORT``.
@@ -232,6 +245,7 @@ class Manager:
         identity: str | None = None,
         grace_period: float = DEFAULT_GRACE_PERIOD,
         stuck_after: float | None = DEFAULT_STUCK_AFTER,
+        mapping_stuck_after: float | None = DEFAULT_MAPPING_STUCK_AFTER,
         reconcile: controller_mod.ReconcileFunction = core.reconcile,
         lease_duration: float = 15.0,
         renew_deadline: float = 10.0,
@@ -247,7 +261,11 @@ class Manager:
         if not reconcilers:
             raise ValueError("a manager needs at least one reconciler")
         _check_counts_and_seconds(
-            max_concurrent, stuck_after, grace_period, resync, (lease_duration, renew_deadline, retry_period)
+            max_concurrent,
+            {"stuck_after": stuck_after, "mapping_stuck_after": mapping_stuck_after},
+            grace_period,
+            resync,
+            (lease_duration, renew_deadline, retry_period),
         )
         try:
             selectors.matcher(label_selector)
@@ -264,7 +282,8 @@ class Manager:
         self.identity = identity or default_identity()
         # Capped as every schedule and time limit is (okt.delays): a thread given a longer wait ends on OverflowError.
         self.grace_period = delays.capped(grace_period, delays.LONGEST_WAIT)
-        self.stuck_after = stuck_after  # only compared with how long workers stalled: no wait, no cap
+        # Only compared with how long the workers, and the mapping threads, stalled: no wait, no cap.
+        self.stuck_after, self.mapping_stuck_after = stuck_after, mapping_stuck_after
         self._bind = probe_server.parse_bind(metrics_bind)
         self._metrics_protection = (metrics_secure, metrics_cert_dir)
         self._reconcile = reconcile
@@ -350,9 +369,10 @@ class Manager:
 
     def health(self) -> tuple[bool, str]:
         """``/healthz``: ok while running, while the webhook server (if any) serves, while every worker started
-        still runs, and while no controller has had every worker on one reconcile, or its mapping thread on one
-        event of a watched kind, for more than ``stuck_after`` seconds (a call without a timeout, a deadlock: the
-        controller reconciles nothing any more, or no change of a watched object reaches its primaries).
+        still runs, and while no controller has had every worker on one reconcile for more than ``stuck_after``
+        seconds, or its mapping thread on one event of a watched kind for more than ``mapping_stuck_after`` (a call
+        without a timeout, a deadlock: the controller reconciles nothing any more, or no change of a watched object
+        reaches its primaries).
 
         A webhook server whose thread ended, or a worker (on a fault of okt's own: a reconcile that raises is
         retried, its worker goes on), comes back only with the process: the liveness probe restarts it.
@@ -374,9 +394,9 @@ class Manager:
             ended = controller.workers_ended
             if ended:
                 return False, f"{ended} of {controller.workers} workers of the controller {controller.name} ended"
-            if self.stuck_after is None:
-                continue
-            stuck = controller.stuck(self.stuck_after) or controller.mapping_stuck(self.stuck_after)
+            stuck = None if self.stuck_after is None else controller.stuck(self.stuck_after)
+            if stuck is None and self.mapping_stuck_after is not None:
+                stuck = controller.mapping_stuck(self.mapping_stuck_after)
             if stuck is not None:
                 return False, stuck
         return True, "ok"

@@ -3,6 +3,7 @@ name it, found through an index over the cached Gadgets."""
 
 from __future__ import annotations
 
+import pathlib
 import threading
 import urllib.error
 import urllib.request
@@ -16,7 +17,7 @@ from okt.kube import client as kube_client
 from okt.kube import kinds
 from okt.reconciler import watches
 from okt.runtime import manager as manager_mod
-from okt.testing import wait_for
+from okt.testing import OperatorProcess, envtest, wait_for
 from tests.integration.runtime import conftest as shared
 
 pytestmark = pytest.mark.integration
@@ -388,12 +389,64 @@ def test_the_changes_of_one_object_waiting_for_a_slow_mapping_wait_as_one_and_re
         manager.join(15)
 
 
+HANGING_MAPPING = """
+import time
+
+import okt
+from tests.integration.runtime.conftest import GadgetReconciler
+
+def slow(cm, ctx):
+    time.sleep(30)  # a call without a timeout, as far as the watchdog can tell
+    return []
+
+class Slow(GadgetReconciler):
+    watches = (okt.watch("configmaps", map=slow),)
+"""
+
+
+def test_okt_run_fails_healthz_on_a_mapping_stuck_past_its_own_watchdog_not_the_workers(
+    tmp_path: pathlib.Path,
+    control_plane: envtest.ControlPlane,
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+) -> None:
+    """``--mapping-stuck-after`` watches the mapping thread apart from the workers' ``--stuck-after``: a mapping is
+    quick where a reconcile may rightly take minutes, and ten minutes of no watched change reaching any primary was a
+    long outage for a stall plain after one."""
+    kube.create(config_map(namespace, "shared"), kinds.CONFIG_MAP)
+    operator = tmp_path / "slow_mapping.py"
+    operator.write_text(HANGING_MAPPING)
+    running = OperatorProcess.okt_run(
+        operator,
+        kubeconfig=control_plane.kubeconfig,
+        namespaces=[namespace],
+        args=("--stuck-after", "600", "--mapping-stuck-after", "1"),
+        env={"PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[3])},
+        cwd=tmp_path,
+        log_path=tmp_path / "operator.log",
+    )
+    running.start()  # never ready: the mapping of the first list holds the workers
+    try:
+        assert running.probe_url is not None
+        url = running.probe_url
+        wait_for(lambda: fetch(url + "/healthz")[0] == 503, timeout=30, message=running.log_text)
+        status, body = fetch(url + "/healthz")
+    finally:
+        running.stop()
+    assert status == 503
+    assert body.startswith("not ready: the controller gadget has been mapping one event for ")
+    assert body.endswith(f" s (more than 1 s): ConfigMap {namespace}/shared")
+    assert "mapping stuck" in running.log_text()
+
+
 def test_healthz_fails_while_a_mapping_never_returns_and_names_the_watched_object(
     kube: kube_client.Client, namespace: str, make_gadget: Callable[..., dict[str, Any]]
 ) -> None:
     """A watch's mapping that never returns (a call without a timeout, a deadlock) held the controller's one mapping
     thread: no change of a watched object reached a primary any more, and, during the start, the workers waiting for
-    the first lists' mappings never started — while ``/healthz`` and ``/readyz`` both answered ``200 ok``."""
+    the first lists' mappings never started — while ``/healthz`` and ``/readyz`` both answered ``200 ok``. Its own
+    watchdog, not the workers': a reconcile may rightly run for as long as they allow, a mapping is quick."""
     release = threading.Event()
 
     def hangs(cm: Mapping[str, Any], ctx: Any) -> list[tuple[str | None, str]]:
@@ -407,7 +460,13 @@ def test_healthz_fails_while_a_mapping_never_returns_and_names_the_watched_objec
     make_gadget("g")
     reconcile = shared.FakeReconcile()
     manager = manager_mod.Manager(
-        kube, [Hanging], reconcile=reconcile, namespaces=[namespace], metrics_bind="127.0.0.1:0", stuck_after=1.0
+        kube,
+        [Hanging],
+        reconcile=reconcile,
+        namespaces=[namespace],
+        metrics_bind="127.0.0.1:0",
+        stuck_after=600,
+        mapping_stuck_after=1.0,
     )
     try:
         manager.start()
@@ -417,7 +476,7 @@ def test_healthz_fails_while_a_mapping_never_returns_and_names_the_watched_objec
         status, body = fetch(url + "/healthz")
         assert status == 503
         assert body.startswith("not ready: the controller gadget has been mapping one event for ")
-        assert body.endswith(f" s): ConfigMap {namespace}/shared")
+        assert body.endswith(f" s (more than 1 s): ConfigMap {namespace}/shared")
         assert fetch(url + "/readyz")[0] == 503
         assert reconcile.count("g") == 0
 

@@ -82,14 +82,15 @@ def test_a_metrics_address_in_use_is_one_line(tmp_path: pathlib.Path, kubeconfig
     assert "Traceback" not in out
 
 
+@pytest.mark.parametrize("option", ["--stuck-after", "--mapping-stuck-after"])
 @pytest.mark.parametrize(("value", "said"), [("-1", "-1.0 is not in the range x>=0"), ("nan", "got nan")])
 def test_a_stuck_after_that_is_no_number_of_seconds_is_one_line(
-    tmp_path: pathlib.Path, kubeconfig: pathlib.Path, value: str, said: str
+    tmp_path: pathlib.Path, kubeconfig: pathlib.Path, option: str, value: str, said: str
 ) -> None:
-    code, out = run(tmp_path, kubeconfig, "0", "--stuck-after", value)
+    code, out = run(tmp_path, kubeconfig, "0", option, value)
 
     assert code == 2
-    assert "Invalid value for '--stuck-after'" in out and said in out
+    assert f"Invalid value for '{option}'" in out and said in out
     assert "Traceback" not in out
 
 

@@ -72,6 +72,11 @@ def test_default_identities_are_unique_per_call() -> None:
         ([Widgets], {"max_concurrent": 2.5}, r"^max_concurrent must be an int >= 1, got 2\.5$"),
         ([Widgets], {"stuck_after": "600"}, r"^stuck_after must be a number of seconds > 0, or None, got '600'$"),
         ([Widgets], {"stuck_after": float("nan")}, r"^stuck_after must be .*, got nan$"),
+        (
+            [Widgets],
+            {"mapping_stuck_after": 0},
+            r"^mapping_stuck_after must be a number of seconds > 0, or None, got 0$",
+        ),
         ([Widgets], {"grace_period": -1}, r"^grace_period must be a finite number of seconds >= 0, got -1$"),
         ([Widgets], {"grace_period": float("nan")}, r"^grace_period must be .*, got nan$"),
         ([Widgets], {"grace_period": float("inf")}, r"^grace_period must be .*, got inf$"),
@@ -100,6 +105,7 @@ def test_bad_arguments_are_refused_before_anything_starts(
     [
         {"stuck_after": float("inf")},  # okt run's --stuck-after inf: a watchdog that never fires
         {"stuck_after": None, "grace_period": 0, "resync": 0.5, "max_concurrent": 1},
+        {"stuck_after": 3600, "mapping_stuck_after": None},  # a long reconcile allowed, a mapping never watched
         {"lease_duration": 3, "renew_deadline": 2, "retry_period": 1},
     ],
 )
@@ -108,6 +114,7 @@ def test_sound_counts_and_seconds_are_taken(kwargs: dict[str, Any]) -> None:
     mgr = manager.Manager(client, [Widgets], **kwargs)
     assert mgr.max_concurrent == kwargs.get("max_concurrent", 4)
     assert mgr.stuck_after == kwargs.get("stuck_after", manager.DEFAULT_STUCK_AFTER)
+    assert mgr.mapping_stuck_after == kwargs.get("mapping_stuck_after", manager.DEFAULT_MAPPING_STUCK_AFTER)
 
 
 @pytest.mark.parametrize("seconds", [10**400, 10**20, 1e20], ids=["10**400", "10**20", "1e20"])

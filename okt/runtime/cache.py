@@ -181,10 +181,9 @@ class Cache:
                         "two reconcilers in separate processes, or drop the narrowing"
                     )
                 # Replay whatever is stored, synced or not: an object may also arrive by the informer thread, and a
-                # duplicate ADDED is harmless where a missed one is not. The handler joins first: what the store no
-                # longer holds when the replay reaches it, its events told the handler.
+                # duplicate ADDED is harmless where a missed one is not. The handler joins before the replay (below):
+                # what the store no longer holds when the replay reaches it, its events told the handler.
                 replay = list(self._informers[key].values())
-                self._handlers[key].append((on_event, writer))
                 new: list[informer_mod.Informer] = []
             else:
                 self._kinds[key] = kind
@@ -222,6 +221,10 @@ class Cache:
         # the replay, so the handler joining finds them.
         for informer in replay:
             informer.add_indexers(indexers or {})
+        if replay:
+            # Once its indexes are there: an event it is told reads them (a watch's mapping), none reads as unwatched.
+            with self._lock:
+                self._handlers[key].append((on_event, writer))
         # A handler joining a synced kind learns what is already there; later events follow on the informer thread.
         # Each object as stored when its turn comes, while that thread waits (see Informer.replay), and without the
         # cache's lock, which the thread takes to deliver: taken from a list of the objects read before, the replay

@@ -14,6 +14,7 @@ import pytest
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
+from okt.resources import drift_check
 from okt.testing import crds
 from tests.integration.reconciler import conftest as shared
 
@@ -424,3 +425,106 @@ def test_a_value_edited_to_the_quantity_form_of_what_okt_wrote_is_repaired_outsi
     assert live is not None
     assert live["data"] == written["data"]
     assert live["metadata"]["labels"] == written["metadata"]["labels"]
+
+
+class Counter(okt.MutableResource):
+    """A custom resource child holding numbers beyond what the API server keeps exactly: computed from the Widget's
+    size, written as a literal, in a field the schema leaves open and in fields typed ``number`` and ``integer``."""
+
+    api_version = f"{shared.GROUP}/v1"
+    kind = "Counter"
+    template = """
+apiVersion: test.okt.io/v1
+kind: Counter
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  open:
+    computed: {{ cr.spec.size * 123456789012345678901 }}
+    huge: {{ cr.spec.size * 10**22 + 1 }}
+    float: {{ cr.spec.size * 1.2345678901234567e20 }}
+    nested: {{ [cr.spec.size * 2**64 + 1] }}
+    literal: 123456789012345678901
+  number: {{ cr.spec.size * 123456789012345678901 }}
+  integer: {{ cr.spec.size * 9223372036854775807 }}
+"""
+
+
+class BigConfig(okt.MutableResource):
+    """A ConfigMap holding the text of a number beyond ``int64``: a string the server keeps as it is."""
+
+    api_version = "v1"
+    kind = "ConfigMap"
+    template = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+data:
+  count: "{{ cr.spec.size * 123456789012345678901 }}"
+"""
+
+
+@pytest.fixture(scope="module")
+def counter_kind(apply_crd: Any) -> kinds.Kind:
+    crd = crds.schemaless_crd(shared.GROUP, "Counter", "counters")
+    crd["spec"]["versions"][0]["schema"] = {
+        "openAPIV3Schema": {
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "properties": {
+                        "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                        "number": {"type": "number"},
+                        "integer": {"type": "integer"},
+                    },
+                },
+                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            },
+        }
+    }
+    kind: kinds.Kind = apply_crd(crd)
+    return kind
+
+
+@pytest.mark.parametrize("child", [Counter, BigConfig])
+def test_a_number_beyond_int64_is_placed_as_the_server_stores_it_and_never_written_again(
+    kube: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    counter_kind: kinds.Kind,
+    child: type[okt.MutableResource],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Reconciler(GivenReconciler):
+        owns = (child,)
+
+        def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+            return [child(ctx.cr, name=NAME)]
+
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    first = shared.reconcile_widget(Reconciler(), kube, widget_kind, namespace, NAME)
+    assert first.results.counts()[okt.Operation.CREATED] == 1, first.path_str
+    live = shared.get_child(kube, child.api_version, child.kind, namespace, NAME)
+    assert live is not None
+    if child is Counter:
+        assert live["spec"]["open"] == {
+            "computed": 123456789012345680000,
+            "huge": 1e22,
+            "float": 123456789012345670000,
+            "nested": [18446744073709552000],
+            "literal": 123456789012345680000,
+        }
+    else:
+        assert live["data"] == {"count": "123456789012345678901"}
+    # A process started anew knows nothing of what the server made of its writes: the desired child alone must match.
+    monkeypatch.setattr(drift_check, "SERVER_FORMS", drift_check.ServerForms())
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(Reconciler(), kube, widget_kind, namespace, NAME)
+
+    assert shared.write_requests(kube, before) == {}
+    assert run.results.counts()[okt.Operation.UNCHANGED] == 1

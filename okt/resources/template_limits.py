@@ -21,6 +21,10 @@ Bytes are no value a child holds, but a template reaches them (``"x".encode()``,
 each of their sized operations built what the custom resource said before anything placed it: ``"x".encode() * n``
 or ``.ljust(n)`` with ``n = 10**10`` took the operator's memory as the string's did.
 
+Every filter but those reading a few items whatever the size (``length``, ``first``...) refuses an input larger than
+any child can hold, :data:`CHILD_SIZE` as JSON, before it walks it (:func:`bounded_input`): what it built was bounded,
+but not the time it took to walk the 3 million items :data:`MAX_SIZE` lets a list hold.
+
 ``+``, ``~`` and ``list.extend`` join values that exist already, so one step at most doubles them, but a loop the
 custom resource bounds doubled a value as often as it said: they refuse a result beyond :data:`MAX_SIZE` too.
 """
@@ -28,6 +32,7 @@ custom resource bounds doubled a value as often as it said: they refuse a result
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import json
 import math
@@ -50,6 +55,11 @@ MAX_SIZE = 3 * 1024 * 1024
 """The most characters (or items) a value a template builds may hold: the API server's request limit, 3 MiB."""
 
 
+CHILD_SIZE = 1536 * 1024
+"""The most bytes the API server keeps in one object (etcd's request limit, 1.5 MiB): no child, and no custom resource,
+holds a value larger than this as JSON."""
+
+
 class TooLarge(ValueError):
     """An operation would build a value larger than a child can hold (its message says what and how large)."""
 
@@ -58,6 +68,69 @@ def check(size: int, what: str, unit: str = "characters") -> None:
     """Raise :class:`TooLarge` when ``what`` would build ``size`` characters (or items) beyond :data:`MAX_SIZE`."""
     if size > MAX_SIZE:
         raise TooLarge(f"{what} would build {size} {unit}, more than the {MAX_SIZE} a child can hold")
+
+
+# -- filters' inputs -------------------------------------------------------------------------------------------------
+
+CONSTANT_TIME_FILTERS = frozenset({"length", "count", "first", "last", "default", "d", "indent", "attr", "random"})
+"""The filters that read a few items of their input whatever its size (or none): its size is not checked."""
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def least_json_size(value: Any, budget: int) -> int:
+    """The fewest characters ``value`` takes as JSON (a string its length, a list its brackets, commas and at least one
+    character an item), counted until it passes ``budget``: a list of a million items says so at once, without a
+    walk. An object of another kind (a model, a client) counts one character, unwalked."""
+    if isinstance(value, str):
+        return len(value)
+    size, stack = 1, [value]
+    while stack and size <= budget:
+        item = stack.pop()
+        if isinstance(item, str):
+            size += len(item) + 1  # its quotes; its one character was counted with its container
+            continue
+        if isinstance(item, Mapping):
+            size += 4 * len(item)  # each entry's key quotes, colon and comma, at least
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list | tuple | set | frozenset):
+            size += 2 * len(item)  # its brackets and commas, and each item's one character
+            children = item
+        else:
+            continue
+        if size <= budget:
+            stack.extend(child for child in children if type(child) not in _SCALARS or type(child) is str)
+    return size
+
+
+def bounded_input(filter_: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """A Jinja2 filter refusing an input larger than :data:`CHILD_SIZE` as JSON, before it walks it.
+
+    A filter's time grows with its input, and okt's bounds looked at what it built, once built: ``| pprint``,
+    ``| map('upper')``, ``| sort`` or ``| escape`` of the 3 million items ``[0] * 3000000`` allows (within
+    :data:`MAX_SIZE`, which counts a list's items, not its JSON) each held a worker for 6 to 12 seconds, for a value
+    no child holds. A custom resource's value, and anything a child holds, is never larger than that; a string of a
+    megabyte (a ConfigMap's value) is filtered as before."""
+    offset = 0 if getattr(filter_, "jinja_pass_arg", None) is None else 1  # after the context or environment
+
+    @functools.wraps(filter_)  # keeps Jinja2's pass_context / pass_environment mark
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        if len(args) > offset:
+            value = args[offset]
+            kind = type(value)
+            if kind is str:
+                size = len(value)
+            elif kind in _SCALARS:
+                size = 0
+            else:
+                size = least_json_size(value, CHILD_SIZE)
+            if size > CHILD_SIZE:
+                raise TooLarge(
+                    f"| {name} of a {kind.__name__} of at least {size} characters as JSON, more than the {CHILD_SIZE} "
+                    "the API server keeps in one object: no child holds it"
+                )
+        return filter_(*args, **kwargs)
+
+    return bounded
 
 
 # -- operators -------------------------------------------------------------------------------------------------------

@@ -47,7 +47,8 @@ Guarantees:
   deeper than Python recurses) raises :class:`okt.errors.InvalidSpec`, never a ``RecursionError``;
 * no value makes a render build more than a child can hold: an operation, filter or format sized by a value, and the
   render's whole text and values, and the steps of its loops, stop at
-  :data:`~okt.resources.template_limits.MAX_SIZE` (an ``InvalidSpec``);
+  :data:`~okt.resources.template_limits.MAX_SIZE` (an ``InvalidSpec``), and a filter refuses an input larger than any
+  child can hold (:data:`~okt.resources.template_limits.CHILD_SIZE`) before it walks it;
 * a template that puts an expression where no value can stand (a YAML tag, a scalar tagged ``!!int``, under a merge
   key ``<<``) or outputs its own rendered text through ``{{ }}`` (a macro call, a captured ``{% set %}`` block) or a
   value whose text is its address in memory (a method not called, ``cycler()``) or text holding one (``'x' ~
@@ -345,6 +346,9 @@ _ENV.filters["sum"] = template_limits.sum_
 _ENV.filters["random"] = _ENV.globals["lipsum"] = template_filters.random
 for _name in template_filters.LISTED:
     _ENV.filters[_name] = template_filters.listed(_ENV.filters[_name])
+for _name, _filter in list(_ENV.filters.items()):
+    if _name not in template_limits.CONSTANT_TIME_FILTERS:
+        _ENV.filters[_name] = template_limits.bounded_input(_filter, _name)
 
 
 _CONSTANT = (

@@ -1083,6 +1083,43 @@ def test_operations_within_bounds_build_what_python_builds(expression: str, expe
     assert templating.render_template(f"kind: X\nv: {{{{ {expression} }}}}\n", {"cr": cr})["v"] == expected
 
 
+@pytest.mark.parametrize(
+    ("expression", "name"),
+    [
+        # each walked 3 million items for 6 to 12 seconds before anything looked at its size (or never did)
+        ("([0] * 3000000) | pprint", "pprint"),
+        ("(['a'] * 3000000) | map('upper') | list | length", "map"),
+        ("(['<'] * 3000000) | escape | length", "escape"),
+        ("([0] * 3000000) | sort | length", "sort"),
+        ("([0] * 3000000) | string | length", "string"),
+        ("([0] * 3000000) | unique | list | length", "unique"),
+        ("([[0] * 700000] * 3) | pprint | length", "pprint"),  # one list, three times: its JSON thrice
+        ("('x' * 2000000) | upper | length", "upper"),
+    ],
+)
+def test_a_filter_refuses_an_input_no_child_holds_at_once(expression: str, name: str) -> None:
+    message = rf"^template line 2: \| {name} of a \w+ of at least \d+ characters as JSON, more than the 1572864 the API"
+    with pytest.raises(errors.InvalidSpec, match=message):
+        templating.render_template(f"kind: X\nv: {{{{ {expression} }}}}\n", {})
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("value | trim | replace('a', 'b') | upper | length", 1024 * 1024),  # a ConfigMap's largest value
+        ("value | escape | length", 1024 * 1024),
+        ("hosts | sort | join(',') | length", 100_000 * 8 - 1),
+        ("hosts | map('upper') | unique | list | length", 100_000),
+        ("hosts | length", 100_000),
+        ("([0] * 3000000) | length", 3_000_000),  # a filter reading no item is not refused
+        ("([0] * 3000000) | first", 0),
+    ],
+)
+def test_a_filter_takes_any_input_a_child_holds(expression: str, expected: Any) -> None:
+    variables = {"value": "a" * 1024 * 1024, "hosts": [f"h{i:06d}" for i in range(100_000)]}
+    assert templating.render_template(f"kind: X\nv: {{{{ {expression} }}}}\n", variables)["v"] == expected
+
+
 MANY_EMPTY = [""] * 100_000
 WIDE = "x" * 100_000
 BLOB = "QUJD" * 250_000

@@ -31,6 +31,7 @@ import contextvars
 import functools
 import json
 import typing
+import unicodedata
 from typing import Any, NoReturn
 
 import pydantic
@@ -161,6 +162,49 @@ def hides_revealed(message: str, values: list[Any]) -> bool:
         if any(text and text in message for text in texts):
             return True
     return False
+
+
+def codec_error(exc: UnicodeError, values: list[Any]) -> str:
+    """What an InvalidSpec says of a codec's error on a value (``.encode('ascii')``, ``.decode('utf-8')``): the codec,
+    the character or byte it stopped at, shown by its code (``U+00E9 LATIN SMALL LETTER E WITH ACUTE``, ``0xFF``: a
+    line break, a control or a right-to-left mark is never written into the message as itself), its position, and
+    the codec's reason.
+
+    A render that read a secret's value (``values``, see :data:`revealed`) says which codec failed, never which
+    character or where: the value it failed on may be the secret, or text made of it (``pin.upper()``, a part of it),
+    and one character and its position are a part of the secret too. Python's own message named both."""
+    codec = getattr(exc, "encoding", None)
+    reason = getattr(exc, "reason", None)
+    value = getattr(exc, "object", None)
+    start = getattr(exc, "start", None)
+    if not isinstance(reason, str) or not isinstance(start, int) or not isinstance(value, str | bytes | bytearray):
+        # A codec's own UnicodeError (idna's "label empty or too long"): its text is all there is.
+        if values:
+            return "a codec failed on a value (its message may hold a part of a secret the template read: not shown)"
+        return _shown(str(exc))
+    how = "decode" if isinstance(value, bytes | bytearray) else "encode"
+    if isinstance(exc, UnicodeTranslateError):
+        how = "translate"
+    who = f"the {codec!r} codec" if isinstance(codec, str) else "the codec"
+    if values:
+        return (
+            f"{who} cannot {how} a character of the value: {_shown(reason)} (which character, and where, is not "
+            "shown: the template read a secret's value, which the value may be made of)"
+        )
+    end = getattr(exc, "end", start + 1)
+    if isinstance(value, str):
+        char = value[start : start + 1]
+        name = unicodedata.name(char, "") if char else ""
+        what = f"the character U+{ord(char):04X}{' ' + name if name else ''}" if char else "the end of the text"
+    else:
+        what = f"the byte 0x{value[start]:02X}" if start < len(value) else "the end of the bytes"
+    more = f" (and {end - start - 1} more after it)" if isinstance(end, int) and end - start > 1 else ""
+    return f"{who} cannot {how} {what} at position {start}{more}: {_shown(reason)}"
+
+
+def _shown(text: str) -> str:
+    """``text`` with each character that is not printable (a line break, a control, a bidirectional mark) escaped."""
+    return "".join(char if char.isprintable() else ascii(char)[1:-1] for char in text)
 
 
 ANY_SECRET = (TemplateSecret, *SECRETS)

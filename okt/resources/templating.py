@@ -37,7 +37,9 @@ Guarantees:
   non-string key from ``to_yaml`` — or that an expression cannot use (``{{ cr.spec.size + 1 }}`` on the string
   ``"3"``, a division by a zero, ``| int`` of ``"three"`` without a default) raises :class:`okt.errors.InvalidSpec`
   naming where, so the reconcile ends ``Ready=False, reason=InvalidSpec``; its message never holds the value of a
-  secret the template read with ``get_secret_value()`` (an error's text holding it is left out);
+  secret the template read with ``get_secret_value()`` (an error's text holding it is left out, and a codec's error
+  names no character once a secret's value was read); a plain string is no secret to okt, even one read out of a
+  Secret (pass it as a pydantic secret);
 * a template reads data, never Python's internals: it renders in Jinja2's sandbox, which refuses ``_`` and internal
   attributes (also through a format string the custom resource holds) and caps ``range`` (an ``InvalidSpec``); of
   the I/O and concurrency machinery a parameter holds (okt's API client, a requests session, a logger, a lock) it
@@ -467,7 +469,8 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
         okt.errors.InvalidSpec: a value cannot stand in its slot (the message says where and why), an expression
             failed on a value (``TypeError``, ``ValueError``, ``ArithmeticError``, ``AttributeError``,
             ``LookupError``: the message names its line, and holds no value of a secret the template read with
-            ``get_secret_value()``), or
+            ``get_secret_value()``; a codec's error names the character by its code, and none once the template
+            read a secret's value: :func:`okt.resources.template_secrets.codec_error`), or
             read what the sandbox refuses (an attribute into Python's internals, a ``range`` beyond its cap).
         okt.errors.MutationError: the template is wrong (a Jinja2 error, YAML that does not parse, not a mapping, an
             expression where no value can stand).
@@ -497,6 +500,13 @@ def render_template(template: str, variables: Mapping[str, Any]) -> dict[str, An
         raise errors.InvalidSpec(
             f"template line {_template_line(exc)}: recursion deeper than Python allows ({exc}): a recursive macro "
             "or loop, or a value nested that deep"
+        ) from None
+    except UnicodeError as exc:
+        # A codec's error names a character of the value and its position: shown by its code, and not at all when
+        # the render read a secret's value (one character of it is a part of it).
+        raise errors.InvalidSpec(
+            f"template line {_template_line(exc)}: {template_secrets.codec_error(exc, revealed)} "
+            f"({type(exc).__name__}): the template cannot use a value of the custom resource there"
         ) from None
     except (TypeError, ValueError, ArithmeticError, AttributeError, LookupError) as exc:
         # Raised by an operation on a value: Jinja2 itself raises only TemplateError, so the template compiled and

@@ -1418,6 +1418,81 @@ def test_a_template_error_never_carries_a_secret_value(expression: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "expression",
+    [
+        "cr.spec.pin.get_secret_value().encode('ascii')",
+        "cr.spec.pin.get_secret_value().upper().encode('ascii')",  # text made of it
+        "cr.spec.pin.get_secret_value()[3:].encode('latin-1')",  # a part of it
+        "cr.spec.pin.get_secret_value().encode('utf-8').decode('ascii')",
+        "cr.spec.pin.get_secret_value().encode('cp437')",
+        "cr.spec.pin.get_secret_value().encode('idna')",  # its own UnicodeError, naming the character
+    ],
+)
+def test_a_codec_error_on_a_secret_value_names_neither_its_character_nor_where(expression: str) -> None:
+    # Python's message named the character and its position: "can't encode character '\xe4' in position 1".
+    spec = {"pin": "pässwörd\u0100\u202e", "code": 1}
+    raw = {"apiVersion": "x/v1", "kind": "Lock", "metadata": {"name": "n"}, "spec": spec}
+    cr = objects.CustomResource(raw, spec=LockSpec.model_validate(spec))
+
+    with pytest.raises(errors.InvalidSpec, match=r"^template line 3: ") as caught:
+        templating.render_template(f"kind: Secret\nstringData:\n  pin: '{{{{ {expression} }}}}'\n", {"cr": cr})
+
+    message = str(caught.value)
+    assert "codec" in message
+    for part in ("position", "xe4", "xc4", "100", "202", "U+", "ä", "Ä", "ssw"):
+        assert part not in message
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "[].index(token.get_secret_value())",
+        "token.get_secret_value().encode('ascii')",
+        "tokens | first | lower",
+    ],
+)
+def test_a_secret_the_reconciler_passes_in_params_as_a_pydantic_secret_is_withheld_from_errors(expression: str) -> None:
+    # What the docs tell a reconciler to do with a value read out of a Secret: okt cannot tell a plain string from it.
+    params = {"token": pydantic.SecretStr("tökenvalue"), "tokens": [pydantic.SecretStr("tökenvalue")]}
+
+    with pytest.raises(errors.InvalidSpec, match=r"^template line 2: ") as caught:
+        templating.render_template(f"kind: Secret\nstringData: {{t: '{{{{ {expression} }}}}'}}\n", params)
+
+    assert "kenval" not in str(caught.value)
+    assert "position" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("expression", "said"),
+    [
+        (
+            "cr.spec.name.encode('ascii')",
+            "the 'ascii' codec cannot encode the character U+202E RIGHT-TO-LEFT OVERRIDE at position 1 (and 1 more "
+            "after it): ordinal not in range(128) (UnicodeEncodeError)",
+        ),
+        (
+            "cr.spec.name[2:].encode('ascii')",
+            "the 'ascii' codec cannot encode the character U+2028 LINE SEPARATOR at position 0: ordinal not in "
+            "range(128) (UnicodeEncodeError)",
+        ),
+        (
+            "cr.spec.name.encode('utf-8').decode('ascii')",
+            "the 'ascii' codec cannot decode the byte 0xE2 at position 1: ordinal not in range(128) "
+            "(UnicodeDecodeError)",
+        ),
+    ],
+)
+def test_a_codec_error_names_the_line_the_codec_and_the_character_by_its_code(expression: str, said: str) -> None:
+    cr = widget({"name": "a\u202e\u2028\nb"})
+
+    with pytest.raises(errors.InvalidSpec) as caught:
+        templating.render_template(f"kind: X\n\nv: {{{{ {expression} }}}}\n", {"cr": cr})
+
+    assert str(caught.value).startswith(f"template line 3: {said}: the template cannot use a value")
+    assert not {"\u202e", "\n", "\u2028"} & set(str(caught.value))  # no character that moves or breaks the text
+
+
+@pytest.mark.parametrize(
     ("start", "step"),
     [
         ('"x"', "{% set ns.v = ns.v ~ ns.v %}"),

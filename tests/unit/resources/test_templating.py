@@ -1148,7 +1148,8 @@ BLOB = "QUJD" * 250_000
         ("[1] | batch(cr.spec.n, 0) | list", {"n": 10**10}, r"\| batch"),
         ("[1] | slice(cr.spec.n) | list", {"n": 10**10}, r"\| slice"),
         ("cr.spec | tojson(indent=cr.spec.n)", {"n": 10**10}, r"\| tojson\(indent=...\)"),
-        ("([cr.spec.hosts] * cr.spec.n) | sum(start=[]) | length", {"hosts": [1] * 1000, "n": 10**4}, r"\| sum"),
+        # (a sum of [hosts] * n, one list n times, is refused before, as an input no child holds)
+        ("[cr.spec.hosts] | sum(start=[0] * cr.spec.n) | length", {"hosts": [1] * 1000, "n": 3 * 2**20}, r"\| sum"),
         # bytes, which a template reaches through str.encode() and int.to_bytes(): each built what n said
         ('"x".encode() * cr.spec.n', {"n": 10**10}, "repeating a bytes of length 1 10000000000 times"),
         ('cr.spec.n * "ab".encode()', {"n": 10**10}, "repeating a bytes of length 2 10000000000 times"),
@@ -1176,7 +1177,7 @@ def test_a_filter_method_or_format_sized_by_a_value_beyond_what_a_child_holds_is
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize(("length", "width"), [(1_500_000, 1), (3_000_000, 76), (300_000, 0)])
+@pytest.mark.parametrize(("length", "width"), [(1_500_000, 1), (1_500_000, 50), (300_000, 0)])
 def test_wordwrap_refuses_to_break_a_word_so_long_into_lines_so_short_that_it_would_take_minutes(
     length: int, width: int
 ) -> None:
@@ -1208,7 +1209,7 @@ def test_wordwrap_refuses_to_break_a_word_so_long_into_lines_so_short_that_it_wo
         ("[1, 2, 3] | batch(2, 0) | list | string", "[[1, 2], [3, 0]]"),
         ("[1, 2, 3] | slice(2) | list | string", "[[1, 2], [3]]"),
         ("cr.spec.items | tojson(indent=1)", '[\n {\n  "k": 1\n },\n {\n  "k": 2\n }\n]'),
-        ("([[cr.spec.n]] * 1000000) | sum(start=[]) | length", "1000000"),  # a list at a time, it never ended
+        ("([[cr.spec.n]] * 300000) | sum(start=[]) | length", "300000"),  # a list at a time, it never ended
         ("[cr.spec.names, ['c']] | sum(start=['z'])", "['z', 'a', 'b', 'c']"),
         ("[(1,), (2,)] | sum(start=())", "(1, 2)"),
         ("cr.spec.items | sum(attribute='k')", "3"),

@@ -11,10 +11,10 @@ defaults (Kubernetes 1.20's, ``k8s.io/kubernetes/pkg/apis/*/v1/defaults.go``) an
 stores them on every write of an object, from one table, :data:`DEFAULTS`.
 
 Guarantees: :func:`fill` changes nothing it is given (it answers a copy); it sets a field only where the write left
-it out or wrote a ``null`` (which the server decodes as left out: a field of the table holding one is dropped where it
-has no default there), and only in the mapping that would hold it (a default never creates the object above it unless
-the table says so, as a Deployment's ``strategy``); the quantities of a kind that is not Kubernetes' own are left as
-written.
+it out or wrote a ``null`` or, for a field Go holds in no pointer, its zero value (``""`` for a string: the server
+decodes each as left out, and a field of the table holding one is dropped where it has no default there), and only
+in the mapping that would hold it (a default never creates the object above it unless the table says so, as a
+Deployment's ``strategy``); the quantities of a kind that is not Kubernetes' own are left as written.
 """
 
 from __future__ import annotations
@@ -40,10 +40,19 @@ class Default:
     ``path`` names the field from the object's root (:data:`EACH` for every item of a list); ``value`` is the default,
     or a function of the mapping that holds the field answering it (:data:`NONE`: no default there — a Deployment's
     ``rollingUpdate`` exists only for its ``RollingUpdate`` strategy). A mapping or a list default is copied each time.
+    ``unset`` holds the values besides ``null`` the server cannot tell from a field left out: the zero value of a Go
+    field that is no pointer (:data:`TEXT`'s ``""`` for a string; a pointer's ``""``, as a claim's ``volumeMode``, is
+    a value, kept).
     """
 
     path: tuple[str, ...]
     value: Any
+    unset: tuple[Any, ...] = ()
+
+
+TEXT = ("",)
+"""The ``unset`` of a field that is a plain Go string: ``strategy: {type: ""}`` decodes as a strategy naming no type,
+and is given ``RollingUpdate`` (Kubernetes' defaulting compares with ``""``)."""
 
 
 def _pull_policy(container: Mapping[str, Any]) -> str:
@@ -68,11 +77,11 @@ def _node_traffic(spec: Mapping[str, Any]) -> Any:
 
 def _container(prefix: tuple[str, ...]) -> tuple[Default, ...]:
     return (
-        Default((*prefix, "terminationMessagePath"), "/dev/termination-log"),
-        Default((*prefix, "terminationMessagePolicy"), "File"),
-        Default((*prefix, "imagePullPolicy"), _pull_policy),
+        Default((*prefix, "terminationMessagePath"), "/dev/termination-log", TEXT),
+        Default((*prefix, "terminationMessagePolicy"), "File", TEXT),
+        Default((*prefix, "imagePullPolicy"), _pull_policy, TEXT),
         Default((*prefix, "resources"), {}),
-        Default((*prefix, "ports", EACH, "protocol"), "TCP"),
+        Default((*prefix, "ports", EACH, "protocol"), "TCP", TEXT),
     )
 
 
@@ -88,11 +97,11 @@ def _pod_template(prefix: tuple[str, ...]) -> tuple[Default, ...]:
 
 def _pod_spec(prefix: tuple[str, ...]) -> tuple[Default, ...]:
     return (
-        Default((*prefix, "restartPolicy"), "Always"),
+        Default((*prefix, "restartPolicy"), "Always", TEXT),
         Default((*prefix, "terminationGracePeriodSeconds"), 30),
-        Default((*prefix, "dnsPolicy"), "ClusterFirst"),
+        Default((*prefix, "dnsPolicy"), "ClusterFirst", TEXT),
         Default((*prefix, "securityContext"), {}),
-        Default((*prefix, "schedulerName"), "default-scheduler"),
+        Default((*prefix, "schedulerName"), "default-scheduler", TEXT),
         *_container((*prefix, "containers", EACH)),
         *_container((*prefix, "initContainers", EACH)),
     )
@@ -105,7 +114,7 @@ DEFAULTS: dict[tuple[str, str], tuple[Default, ...]] = {
     ("apps/v1", "Deployment"): (
         Default(("spec", "replicas"), 1),
         Default(("spec", "strategy"), {}),
-        Default(("spec", "strategy", "type"), "RollingUpdate"),
+        Default(("spec", "strategy", "type"), "RollingUpdate", TEXT),
         Default(("spec", "strategy", "rollingUpdate"), _when("type", "RollingUpdate", {})),
         Default(("spec", "strategy", "rollingUpdate", "maxUnavailable"), "25%"),
         Default(("spec", "strategy", "rollingUpdate", "maxSurge"), "25%"),
@@ -115,11 +124,11 @@ DEFAULTS: dict[tuple[str, str], tuple[Default, ...]] = {
     ),
     ("apps/v1", "StatefulSet"): (
         Default(("spec", "replicas"), 1),
-        Default(("spec", "podManagementPolicy"), "OrderedReady"),
+        Default(("spec", "podManagementPolicy"), "OrderedReady", TEXT),
         Default(("spec", "updateStrategy"), {}),
         # Only a strategy naming no type is given a rollingUpdate: one naming RollingUpdate is stored without.
         Default(("spec", "updateStrategy", "rollingUpdate"), lambda strategy: NONE if strategy.get("type") else {}),
-        Default(("spec", "updateStrategy", "type"), "RollingUpdate"),
+        Default(("spec", "updateStrategy", "type"), "RollingUpdate", TEXT),
         Default(("spec", "updateStrategy", "rollingUpdate", "partition"), 0),
         Default(("spec", "revisionHistoryLimit"), 10),
         *_pod_template(_TEMPLATE),
@@ -132,16 +141,17 @@ DEFAULTS: dict[tuple[str, str], tuple[Default, ...]] = {
         Default((*_CLAIM_TEMPLATE, "spec", "resources"), {}),
         Default((*_CLAIM_TEMPLATE, "spec", "volumeMode"), "Filesystem"),
         Default((*_CLAIM_TEMPLATE, "status"), {}),
-        Default((*_CLAIM_TEMPLATE, "status", "phase"), "Pending"),
+        Default((*_CLAIM_TEMPLATE, "status", "phase"), "Pending", TEXT),
     ),
     ("apps/v1", "ReplicaSet"): (Default(("spec", "replicas"), 1), *_pod_template(_TEMPLATE)),
     ("v1", "PodTemplate"): _pod_template(("template",)),
     ("v1", "Service"): (
-        Default(("spec", "type"), "ClusterIP"),
-        Default(("spec", "sessionAffinity"), "None"),
-        Default(("spec", "ports", EACH, "protocol"), "TCP"),
-        Default(("spec", "ports", EACH, "targetPort"), lambda port: port.get("port")),
-        Default(("spec", "externalTrafficPolicy"), _node_traffic),
+        Default(("spec", "type"), "ClusterIP", TEXT),
+        Default(("spec", "sessionAffinity"), "None", TEXT),
+        Default(("spec", "ports", EACH, "protocol"), "TCP", TEXT),
+        # An IntOrString is no pointer: its zero is 0 or "", whichever it holds.
+        Default(("spec", "ports", EACH, "targetPort"), lambda port: port.get("port"), (0, "")),
+        Default(("spec", "externalTrafficPolicy"), _node_traffic, TEXT),
     ),
     ("batch/v1", "Job"): (
         # A Job naming neither its completions nor its parallelism runs one Pod to completion.
@@ -163,10 +173,15 @@ def fill(obj: Mapping[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = copy.deepcopy(dict(obj))
     api_version, kind = str(result.get("apiVersion") or ""), str(result.get("kind") or "")
     for default in DEFAULTS.get((api_version, kind), ()):
-        _fill(result, default.path, default.value)
+        _fill(result, default.path, default)
     if kinds.is_builtin_group(api_version):
         quantities.convert_quantities(result, _canonical)
     return result
+
+
+def _unset(value: Any, unset: tuple[Any, ...]) -> bool:
+    """Whether ``value`` is one of ``unset``, as JSON compares (``0`` is not ``False``, nor ``0.0`` the integer 0)."""
+    return any(type(value) is type(zero) and value == zero for zero in unset)
 
 
 def _canonical(value: Any) -> Any:
@@ -174,18 +189,19 @@ def _canonical(value: Any) -> Any:
     return value if canonical is None else canonical
 
 
-def _fill(holder: Any, path: tuple[str, ...], value: Any) -> None:
+def _fill(holder: Any, path: tuple[str, ...], default: Default) -> None:
     step, rest = path[0], path[1:]
     if step == EACH:
         for item in holder if isinstance(holder, list) else ():
-            _fill(item, rest, value)
+            _fill(item, rest, default)
         return
     if not isinstance(holder, dict):
         return
     if rest:
-        _fill(holder.get(step), rest, value)
-    elif holder.get(step) is None:
-        holder.pop(step, None)  # the server decodes a null as left out: defaulted, or not there
+        _fill(holder.get(step), rest, default)
+    elif holder.get(step) is None or _unset(holder[step], default.unset):
+        holder.pop(step, None)  # the server decodes a null (or a Go zero value) as left out: defaulted, or not there
+        value = default.value
         found = value(holder) if callable(value) else copy.deepcopy(value)
         if found is not NONE:
             holder[step] = found

@@ -77,7 +77,8 @@ What it does as the API server does:
   (``spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'``), named by a create or kept by an
   update that makes it ``ClusterIP`` while it changes a node port; a ``null`` written in a field of the defaults'
   table is left out, as the server decodes it (``strategy: {type: Recreate, rollingUpdate: null}`` is stored
-  ``{type: Recreate}``);
+  ``{type: Recreate}``), and so is a ``""`` in a string field of that table, which Go holds in no pointer
+  (``strategy: {type: ""}`` is a ``RollingUpdate`` strategy);
 * a Service is given a cluster IP (:mod:`okt.testing.services`), and a ``NodePort`` or ``LoadBalancer`` one a node port
   for each port naming none (and a ``healthCheckNodePort`` for ``externalTrafficPolicy: Local``), kept by an apply that
   leaves them out; a node port named that another Service holds (a node port or a health check node port) is the

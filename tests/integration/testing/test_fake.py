@@ -1477,3 +1477,44 @@ def test_a_stateful_set_strategy_naming_rolling_update_gets_no_rolling_update(ap
 
     assert named["spec"]["updateStrategy"] == {"type": "RollingUpdate"}
     assert patched["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+
+
+def test_an_empty_string_in_a_defaulted_string_field_is_defaulted_as_if_left_out(api: Api) -> None:
+    deployment = _deployment(api, strategy={"type": ""})
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    container.update(imagePullPolicy="", terminationMessagePolicy="", ports=[{"containerPort": 80, "protocol": ""}])
+    deployment["spec"]["template"]["spec"].update(restartPolicy="", dnsPolicy="")
+    ports = [{"port": 80, "protocol": "", "targetPort": 0}]
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": api.namespace}}
+
+    created = api.client.create(deployment)
+    made = api.client.create({**service, "spec": {"type": "", "sessionAffinity": "", "ports": ports}})
+    api.client.delete(SERVICE, "s", api.namespace)  # frees its cluster IP for the next run on this control plane
+
+    pod = created["spec"]["template"]["spec"]
+    assert created["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+    }
+    assert (pod["restartPolicy"], pod["dnsPolicy"]) == ("Always", "ClusterFirst")
+    assert {key: pod["containers"][0][key] for key in ("imagePullPolicy", "terminationMessagePolicy", "ports")} == {
+        "imagePullPolicy": "IfNotPresent",
+        "terminationMessagePolicy": "File",
+        "ports": [{"containerPort": 80, "protocol": "TCP"}],
+    }
+    assert {key: made["spec"][key] for key in ("type", "sessionAffinity", "ports")} == {
+        "type": "ClusterIP",
+        "sessionAffinity": "None",
+        "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}],
+    }
+
+
+def test_a_stateful_set_strategy_of_an_empty_type_is_a_rolling_update_from_partition_0(api: Api) -> None:
+    template = _deployment(api)["spec"]["template"]
+    spec = {"selector": {"matchLabels": {"app": "d"}}, "serviceName": "d", "template": template}
+    body = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "d", "namespace": api.namespace}}
+
+    created = api.client.create({**body, "spec": {**spec, "updateStrategy": {"type": ""}, "podManagementPolicy": ""}})
+
+    assert created["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+    assert created["spec"]["podManagementPolicy"] == "OrderedReady"

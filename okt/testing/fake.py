@@ -22,6 +22,8 @@ Example::
 
 What it does as the API server does:
 
+* a value a refusal carries is written as the server's Go code writes it (``Invalid value: "é\\x01"``: a string
+  quoted as Go's ``%q`` quotes it, :func:`okt.testing.gotext.quote`, not as JSON);
 * every write body (and what :meth:`~FakeClient.put` stores) is encoded by :func:`okt.kube.client.encode_body`, as
   okt's client sends it, and decoded as the API server decodes it: a body the client cannot send raises what the
   client raises (``TypeError`` for a ``datetime``, a set, bytes, a plain ``Enum`` member; ``ValueError`` for a NaN or
@@ -71,6 +73,9 @@ What it does as the API server does:
   Forbidden``); an update must drop it, a merge patch set it to ``null``. So are a StatefulSet's ``OnDelete``
   ``updateStrategy`` holding a ``rollingUpdate`` (``spec.updateStrategy.rollingUpdate: Invalid value:
   apps.RollingUpdateStatefulSetStrategy{Partition:0}: only allowed for updateStrategy 'RollingUpdate'``), a
+  StatefulSet's ``updateStrategy`` of an unknown ``type`` (``spec.updateStrategy: Invalid value:
+  apps.StatefulSetUpdateStrategy{...}: must be 'RollingUpdate' or 'OnDelete'``), its unknown ``podManagementPolicy``
+  and its negative ``partition``, a
   Deployment's unknown ``strategy.type`` (``spec.strategy: Unsupported value: apps.DeploymentStrategy{...}``: where
   the strategy holds a ``rollingUpdate`` the server writes its address, which the fake cannot match), each unnamed port
   of a Service of several (``spec.ports[1].name: Required value``) and a ``nodePort`` on a ``ClusterIP`` Service
@@ -178,7 +183,7 @@ from okt.kube import client as kube_client
 from okt.kube import discovery, selectors
 from okt.kube import kinds as kinds_mod
 from okt.resources import list_keys
-from okt.testing import defaults, immutable, metadata, patching, services, validation
+from okt.testing import defaults, gotext, immutable, metadata, patching, services, validation
 
 _Key = tuple[str, str, str, str]
 _Path = patching.Path
@@ -545,7 +550,7 @@ class FakeClient(kube_client.Client):
                 return created
             _check_version(kind, live, body)
             if subresource is None and meta.get("uid") not in (None, live["metadata"].get("uid")):
-                detail = f"Invalid value: {json.dumps(meta['uid'])}: field is immutable"
+                detail = f"Invalid value: {gotext.value(meta['uid'])}: field is immutable"
                 raise _invalid("FieldValueInvalid", "metadata.uid", detail)
             owners = self._owners.get(key, {})
             if not force:
@@ -936,8 +941,8 @@ def _check_identity(live: Mapping[str, Any], patched: Mapping[str, Any], subreso
         raise _invalid(
             "FieldValueInvalid",
             "patch",
-            f"Invalid value: {json.dumps(patched.get('kind'))}: a {patched.get('kind')} of {patched.get('apiVersion')} "
-            f"cannot be handled as a {live.get('kind')} of {live.get('apiVersion')}",
+            f"Invalid value: {gotext.value(patched.get('kind'))}: a {patched.get('kind')} of "
+            f"{patched.get('apiVersion')} cannot be handled as a {live.get('kind')} of {live.get('apiVersion')}",
         )
     was, now = live["metadata"], patched.get("metadata") or {}
     for field in ("name", "namespace"):
@@ -950,7 +955,7 @@ def _check_identity(live: Mapping[str, Any], patched: Mapping[str, Any], subreso
             )
     if subresource is None and now.get("uid") != was.get("uid"):
         raise _invalid(
-            "FieldValueInvalid", "metadata.uid", f"Invalid value: {json.dumps(now.get('uid'))}: field is immutable"
+            "FieldValueInvalid", "metadata.uid", f"Invalid value: {gotext.value(now.get('uid'))}: field is immutable"
         )
 
 
@@ -1046,7 +1051,7 @@ def _check_conflicts(
 
     def manager(name: str, operation: str) -> str:
         # An applier is its name; an updater its name and the version it wrote (Kubernetes' printManager).
-        return json.dumps(name) + (f" using {kind.api_version}" if operation == "Update" else "")
+        return gotext.quote(name) + (f" using {kind.api_version}" if operation == "Update" else "")
 
     causes = tuple(
         errors.StatusCause("FieldManagerConflict", f"conflict with {manager(name, op)}", field)

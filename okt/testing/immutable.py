@@ -28,7 +28,7 @@ from typing import Any
 from okt import errors
 from okt.kube import kinds
 from okt.resources import checksum, quantities
-from okt.testing import defaults
+from okt.testing import defaults, gotext
 
 _IMMUTABLE = "field is immutable"
 _WHEN_SET = "Forbidden: field is immutable when `immutable` is set"
@@ -66,7 +66,7 @@ def check(kind: kinds.Kind, live: Mapping[str, Any], new: Mapping[str, Any]) -> 
     was, now = _defaulted(kind, live.get("spec") or {}), _defaulted(kind, new.get("spec") or {})
     for field in _SPEC_FIELDS.get((kind.api_version, kind.kind), ()):
         if now.get(field) != was.get(field):
-            message = f"Invalid value: {json.dumps(now.get(field), sort_keys=True)}: {_IMMUTABLE}"
+            message = f"Invalid value: {gotext.value(now.get(field))}: {_IMMUTABLE}"
             causes.append(errors.StatusCause("FieldValueInvalid", message, f"spec.{field}"))
     stateful_set = (kind.api_version, kind.kind) == ("apps/v1", "StatefulSet")
     if stateful_set and _without(now, _STATEFUL_SET_MUTABLE) != _without(was, _STATEFUL_SET_MUTABLE):
@@ -145,7 +145,7 @@ def _go_strings(values: list[Any]) -> str:
     """A list of strings as the API server quotes it in a message (Go's ``%#v``)."""
     if not values:
         return "[]string(nil)"
-    return "[]string{" + ", ".join(json.dumps(str(value)) for value in values) + "}"
+    return "[]string{" + ", ".join(gotext.quote(str(value)) for value in values) + "}"
 
 
 def _amounts(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -188,6 +188,6 @@ def _claim(was: Mapping[str, Any], now: Mapping[str, Any], *, bound: bool) -> li
         causes.append(errors.StatusCause("FieldValueForbidden", "\n".join([_CLAIM_SPEC, *lines]), "spec"))
     if was.get("volumeMode") != now.get("volumeMode"):
         # (Kubernetes 1.20 names it without its spec.)
-        message = f"Invalid value: {json.dumps(now.get('volumeMode'))}: {_IMMUTABLE}"
+        message = f"Invalid value: {gotext.value(now.get('volumeMode'))}: {_IMMUTABLE}"
         causes.append(errors.StatusCause("FieldValueInvalid", message, "volumeMode"))
     return causes

@@ -13,13 +13,13 @@ and ``Invalid value: "<value>": <why>``): okt reads them to tell a refused write
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from okt import errors
 from okt.kube import kinds
+from okt.testing import gotext
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -119,7 +119,7 @@ def check(kind: kinds.Kind, meta: Mapping[str, Any], *, name: bool = True) -> No
             found.append((f"metadata.finalizers[{index}]", finalizer, _NOT_QUALIFIED))
     found += _owner_references(meta.get("ownerReferences") or ())
     causes = [
-        errors.StatusCause("FieldValueInvalid", f"Invalid value: {json.dumps(v)}: {why}", f) for f, v, why in found
+        errors.StatusCause("FieldValueInvalid", f"Invalid value: {gotext.value(v)}: {why}", f) for f, v, why in found
     ]
     size = sum(len(key.encode()) + len(str(value).encode()) for key, value in annotations.items())
     if size > _ANNOTATIONS_BYTES:

@@ -6,7 +6,8 @@ defaults of an earlier ``RollingUpdate`` strategy leave one (``maxSurge`` and ``
 1.20 neither clears it nor lets it through: a create, an update, a merge, JSON or strategic merge patch or an apply that
 makes the strategy ``Recreate`` and leaves the ``rollingUpdate`` there is a 422 (``spec.strategy.rollingUpdate:
 Forbidden: may not be specified when strategy `type` is 'Recreate'``) — an update must drop it, a merge patch set it to
-``null``. So are a StatefulSet's ``OnDelete`` strategy with a ``rollingUpdate``, a Deployment's strategy of an unknown
+``null``. So are a StatefulSet's ``OnDelete`` strategy with a ``rollingUpdate``, its strategy of an unknown ``type``,
+its unknown ``podManagementPolicy`` and its negative ``partition``, a Deployment's strategy of an unknown
 ``type``, a Service of several ports one of which is unnamed, and a ``ClusterIP`` Service holding a ``nodePort`` (which
 an update making it ``ClusterIP`` keeps when it changes one). A fake that stored them would let a reconciler pass its
 unit tests that fails on every cluster. :class:`okt.testing.FakeClient` checks each object it is about to store, once
@@ -21,12 +22,12 @@ it changes nothing.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from okt import errors
 from okt.kube import kinds
+from okt.testing import gotext
 
 EACH = "*"
 """A step of a :class:`Rule`'s path meaning every item of a list."""
@@ -61,18 +62,24 @@ def _given_while(*path: str, value: str) -> Callable[[Mapping[str, Any], Any], b
     return lambda obj, given: given is not None and _at(obj, *path) == value
 
 
-def _go(value: Any) -> str:
-    """A string as Go's ``%#v`` writes it."""
-    return json.dumps(value, ensure_ascii=False)
-
-
 def _deployment_strategy(strategy: Mapping[str, Any]) -> str:
     """The API server's words for an unknown strategy: the internal type Go prints, a pointer that is not nil written
     as an address (the server's changes with each request, so none can be matched)."""
     pointer = "nil" if strategy.get("rollingUpdate") is None else "0xc000000000"
     rolling_update = f"(*apps.RollingUpdateDeployment)({pointer})"
-    value = f"apps.DeploymentStrategy{{Type:{_go(strategy.get('type'))}, RollingUpdate:{rolling_update}}}"
+    kind = gotext.quote(str(strategy.get("type") or ""))
+    value = f"apps.DeploymentStrategy{{Type:{kind}, RollingUpdate:{rolling_update}}}"
     return f'Unsupported value: {value}: supported values: "Recreate", "RollingUpdate"'
+
+
+def _stateful_set_strategy(strategy: Mapping[str, Any]) -> str:
+    """The API server's words for an unknown update strategy (a rollingUpdate's pointer written as an address, as for a
+    Deployment's)."""
+    pointer = "nil" if strategy.get("rollingUpdate") is None else "0xc000000000"
+    rolling_update = f"(*apps.RollingUpdateStatefulSetStrategy)({pointer})"
+    kind = gotext.quote(str(strategy.get("type") or ""))
+    value = f"apps.StatefulSetUpdateStrategy{{Type:{kind}, RollingUpdate:{rolling_update}}}"
+    return f"Invalid value: {value}: must be 'RollingUpdate' or 'OnDelete'"
 
 
 def _stateful_set_rolling_update(rolling_update: Mapping[str, Any]) -> str:
@@ -97,10 +104,32 @@ RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
     ),
     ("apps/v1", "StatefulSet"): (
         Rule(
+            ("spec", "podManagementPolicy"),
+            "FieldValueInvalid",
+            lambda obj, policy: policy not in ("OrderedReady", "Parallel"),
+            lambda policy: f"Invalid value: {gotext.value(policy)}: must be 'OrderedReady' or 'Parallel'",
+        ),
+        Rule(
+            ("spec", "updateStrategy"),
+            "FieldValueInvalid",
+            lambda obj, strategy: _at(strategy, "type") not in ("OnDelete", "RollingUpdate"),
+            _stateful_set_strategy,
+        ),
+        Rule(
             ("spec", "updateStrategy", "rollingUpdate"),
             "FieldValueInvalid",
             _given_while("spec", "updateStrategy", "type", value="OnDelete"),
             _stateful_set_rolling_update,
+        ),
+        Rule(
+            ("spec", "updateStrategy", "rollingUpdate", "partition"),
+            "FieldValueInvalid",
+            lambda obj, partition: (
+                _at(obj, "spec", "updateStrategy", "type") == "RollingUpdate"
+                and type(partition) is int
+                and partition < 0
+            ),
+            lambda partition: f"Invalid value: {partition}: must be greater than or equal to 0",
         ),
     ),
     ("v1", "Service"): (

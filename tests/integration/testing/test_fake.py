@@ -1518,3 +1518,59 @@ def test_a_stateful_set_strategy_of_an_empty_type_is_a_rolling_update_from_parti
 
     assert created["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
     assert created["spec"]["podManagementPolicy"] == "OrderedReady"
+
+
+def _stateful_set(api: Api, **spec: Any) -> dict[str, Any]:
+    template = _deployment(api)["spec"]["template"]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "d", "namespace": api.namespace},
+        "spec": {"selector": {"matchLabels": {"app": "d"}}, "serviceName": "d", "template": template, **spec},
+    }
+
+
+@pytest.mark.parametrize(
+    ("spec", "cause"),
+    [
+        (
+            {"updateStrategy": {"type": "Blue"}},
+            (
+                "spec.updateStrategy",
+                'Invalid value: apps.StatefulSetUpdateStrategy{Type:"Blue", '
+                "RollingUpdate:(*apps.RollingUpdateStatefulSetStrategy)(nil)}: must be 'RollingUpdate' or 'OnDelete'",
+            ),
+        ),
+        (
+            {"podManagementPolicy": "Blue"},
+            ("spec.podManagementPolicy", "Invalid value: \"Blue\": must be 'OrderedReady' or 'Parallel'"),
+        ),
+        (
+            {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": -1}}},
+            ("spec.updateStrategy.rollingUpdate.partition", "Invalid value: -1: must be greater than or equal to 0"),
+        ),
+    ],
+    ids=["unknown-strategy", "unknown-pod-management", "negative-partition"],
+)
+def test_a_stateful_set_of_an_unknown_strategy_or_policy_or_a_negative_partition_is_invalid(
+    api: Api, spec: dict[str, Any], cause: tuple[str, str]
+) -> None:
+    with pytest.raises(errors.Invalid) as raised:
+        api.client.create(_stateful_set(api, **spec))
+
+    assert [(cause.reason, cause.field, cause.message) for cause in raised.value.causes] == [
+        ("FieldValueInvalid", *cause)
+    ]
+    assert raised.value.api_message == f'StatefulSet.apps "d" is invalid: {cause[0]}: {cause[1]}'
+
+
+def test_a_refused_value_is_quoted_in_the_message_as_go_quotes_it(api: Api) -> None:
+    odd = 'é\u00a0\x01\x7f\u200b\t\U0001f600"\\'
+    with pytest.raises(errors.Invalid) as strategy:
+        api.client.create(_deployment(api, strategy={"type": odd}))
+    with pytest.raises(errors.Invalid) as label:
+        api.client.create(api.config_map(metadata={"name": "c", "namespace": api.namespace, "labels": {"a": odd}}))
+
+    quoted = r'"é\u00a0\x01\x7f\u200b\t😀\"\\"'
+    assert strategy.value.causes[0].message.startswith(f"Unsupported value: apps.DeploymentStrategy{{Type:{quoted}, ")
+    assert label.value.causes[0].message.startswith(f"Invalid value: {quoted}: ")

@@ -90,7 +90,14 @@ What it does as the API server does:
   server's 422 (``spec.ports[0].nodePort: Invalid value: 30100: provided port is already allocated``), one named twice
   in a Service its ``Duplicate value``, on a create and on an update alike; a port is free again once its Service is
   deleted, names another, or is made ``ClusterIP`` or ``ExternalName`` (which drops its node ports and its
-  ``externalTrafficPolicy`` where the write left them as they were, as the server does);
+  ``externalTrafficPolicy`` where the write left them as they were, as the server does); a ``healthCheckNodePort``
+  named that a Service holds (this one's node ports included) is the server's 500 (``Internal error occurred: failed
+  to allocate requested HealthCheck NodePort 30100: provided port is already allocated``), an update that changes it
+  or leaves it out (but an apply, which keeps it) its 422 (``spec.healthCheckNodePort: Invalid value: 0: cannot
+  change healthCheckNodePort on loadBalancer service with externalTraffic=Local during update``), one on a Service
+  other than a ``LoadBalancer`` of ``externalTrafficPolicy: Local`` its 422 (``HealthCheckNodePort can only be set
+  on LoadBalancer service with ExternalTrafficPolicy=Local``); an update that makes a Service need none (of another
+  type, or ``externalTrafficPolicy: Cluster``) drops it, whatever the write said;
 * a Secret's ``stringData`` is written into its ``data`` (base64, over the value ``data`` holds under the key) by
   every write and never stored nor answered; a value that is not a string is refused as each verb refuses it (400 for
   a create or an update, 422 for a patch, 500 for an apply on Kubernetes 1.20);
@@ -156,8 +163,7 @@ Limits, on purpose:
   kinds that never change in place, :mod:`okt.testing.immutable`'s: a write changing a Deployment's selector, a
   StatefulSet's ``volumeClaimTemplates``, a Service's cluster IP, a PersistentVolumeClaim's spec or the data of an
   ``immutable`` ConfigMap is the server's 422, each side compared with the table's defaults, and of
-  :mod:`okt.testing.validation`'s table, above): a ``healthCheckNodePort`` named that another Service holds
-  (the server's 500) or changed are stored; no admission; no watch
+  :mod:`okt.testing.validation`'s table, above); no admission; no watch
   (:meth:`~FakeClient.watch` raises): run an operator under its manager on a real control plane
   (:class:`okt.testing.RunningOperator`) to test the runtime;
 * :meth:`~FakeClient.resolve` knows Kubernetes' built-in kinds and those passed as ``kinds`` or stored with
@@ -782,6 +788,7 @@ class FakeClient(kube_client.Client):
             services.allocate(new, self._cluster_ips())
         others = {port for other, obj in self._objects.items() if other != key for port in services.node_ports(obj)}
         services.claim_node_ports(new, others, services.node_ports(live or {}))
+        services.claim_health_check_port(live, new, others)
         services.allocate_node_ports(new, self._node_ports())
 
     def _cluster_ips(self) -> set[str]:

@@ -10,10 +10,12 @@ dicts. A Service reached through its nodes' ports (``NodePort``, ``LoadBalancer`
 ports that names none, and a ``LoadBalancer`` one whose ``externalTrafficPolicy`` is ``Local`` a
 ``healthCheckNodePort``: the lowest free ones of :data:`NODE_PORTS` (the server picks them at random too). They stay
 while a write keeps them (an apply that leaves them out keeps them: no one applied them); an update that leaves one
-out gets another, as on Kubernetes 1.20. A node port named that another Service holds is refused, as the server's
-allocator refuses it (:func:`claim_node_ports`); a Service made ``ClusterIP`` or ``ExternalName`` without a change of
-its node ports loses them (and its ``externalTrafficPolicy``), made other than ``LoadBalancer`` its
-``healthCheckNodePort``, which frees them for another Service (:func:`settle`).
+out gets another, as on Kubernetes 1.20 — but for the ``healthCheckNodePort``, which an update may neither change nor
+leave out. A node port named that another Service holds is refused, as the server's allocator refuses it
+(:func:`claim_node_ports`, a 422; :func:`claim_health_check_port`, a 500 for a health check port); a Service made
+``ClusterIP`` or ``ExternalName`` without a change of its node ports loses them (and its ``externalTrafficPolicy``),
+one that no longer needs a health check port (made other than ``LoadBalancer``, or its ``externalTrafficPolicy``
+made ``Cluster``) its ``healthCheckNodePort``, which frees them for another Service (:func:`settle`).
 
 Guarantees: each function changes only the ``spec`` of the Service it is given, and only its ``clusterIP``,
 ``clusterIPs``, its ports' ``nodePort``, its ``healthCheckNodePort`` and its ``externalTrafficPolicy``.
@@ -115,6 +117,45 @@ def claim_node_ports(service: Mapping[str, Any], held: Collection[int], before: 
         )
 
 
+def claim_health_check_port(live: Mapping[str, Any] | None, service: Mapping[str, Any], held: Collection[int]) -> None:
+    """Refuse the ``healthCheckNodePort`` ``service`` names as Kubernetes 1.20 does, after its node ports are
+    claimed: an update of a Service that keeps needing one (:func:`okt.testing.validation.needs_health_check`) may
+    not change it, nor leave it out (``live``: the stored Service, None for a create); a Service that comes to need
+    one (created, or updated into it) may name one only if no Service holds it as a node port or a health check port
+    (``held``: the others'), nor it itself as a node port of its ports or the ports it held.
+
+    Raises:
+        okt.errors.Invalid: a change of the port (``spec.healthCheckNodePort: Invalid value: 30200: cannot change
+            healthCheckNodePort on loadBalancer service with externalTraffic=Local during update``).
+        okt.errors.ServerError: a port held (500, ``Internal error occurred: failed to allocate requested HealthCheck
+            NodePort 30100: provided port is already allocated``: the server's allocator fails it as an error of its
+            own, not as a 4xx, unlike a node port).
+    """
+    if not is_service(service) or not validation.needs_health_check(service):
+        return
+    named = (service.get("spec") or {}).get("healthCheckNodePort") or 0
+    if live is not None and validation.needs_health_check(live):
+        if named != ((live.get("spec") or {}).get("healthCheckNodePort") or 0):
+            field = "spec.healthCheckNodePort"
+            message = (
+                f"Invalid value: {named}: cannot change healthCheckNodePort on loadBalancer service with "
+                "externalTraffic=Local during update"
+            )
+            raise errors.ApiError.from_status(
+                422,
+                "Invalid",
+                f"{validation.invalid(_SERVICE, service)}: {field}: {message}",
+                causes=(errors.StatusCause("FieldValueInvalid", message, field),),
+            )
+        return
+    own = [port.get("nodePort") for port in (service.get("spec") or {}).get("ports") or () if isinstance(port, Mapping)]
+    if named and named in {*held, *own, *node_ports(live or {})}:
+        failed = f"failed to allocate requested HealthCheck NodePort {named}: provided port is already allocated"
+        raise errors.ApiError.from_status(
+            500, "InternalError", f"Internal error occurred: {failed}", causes=(errors.StatusCause("", failed, ""),)
+        )
+
+
 def allocate(service: dict[str, Any], in_use: Collection[str]) -> None:
     """What a create does to a Service's ``spec``: a ``clusterIP`` it names is written into ``clusterIPs`` too, one
     it names none gets the first free address of :data:`SERVICE_RANGE`; an ExternalName Service gets none.
@@ -154,7 +195,8 @@ def settle(live: Mapping[str, Any], new: dict[str, Any], in_use: Collection[str]
     does). A Service made ExternalName loses its cluster IPs; one made something else gets one allocated. The fields
     of a type the Service is no longer are dropped where the write left them as they were (Kubernetes'
     ``dropTypeDependentFields``): made neither ``NodePort`` nor ``LoadBalancer``, its ports' node ports and its
-    ``externalTrafficPolicy``; made other than a ``LoadBalancer``, its ``healthCheckNodePort``."""
+    ``externalTrafficPolicy``. One that needed a ``healthCheckNodePort`` and needs none now loses it, whatever the
+    write said."""
     was, now = live.get("spec") or {}, new.get("spec")
     if not isinstance(now, dict):
         return
@@ -188,8 +230,9 @@ def _drop_type_dependent(was: Mapping[str, Any], now: dict[str, Any]) -> None:
                 port.pop("nodePort", None)
         if now.get("externalTrafficPolicy") == was.get("externalTrafficPolicy"):
             now.pop("externalTrafficPolicy", None)
-    kept_check_port = now.get("healthCheckNodePort") == was.get("healthCheckNodePort")
-    if old_type == "LoadBalancer" and new_type != "LoadBalancer" and kept_check_port:
+    # One that needed a health check port and needs none now loses it, whatever the write said (Kubernetes 1.20's
+    # healthCheckNodePortUpdate, after its validation): an externalTrafficPolicy made Cluster frees it too.
+    if validation.needs_health_check({"spec": was}) and not validation.needs_health_check({"spec": now}):
         now.pop("healthCheckNodePort", None)
 
 

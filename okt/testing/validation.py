@@ -87,6 +87,14 @@ def _stateful_set_rolling_update(rolling_update: Mapping[str, Any]) -> str:
     return f"Invalid value: {value}: only allowed for updateStrategy 'RollingUpdate'"
 
 
+def needs_health_check(service: Mapping[str, Any]) -> bool:
+    """Whether a Service holds a ``healthCheckNodePort``: a ``LoadBalancer`` whose ``externalTrafficPolicy`` is
+    ``Local`` (its nodes' load balancer probes that port; no other Service may name one)."""
+    return bool(
+        _at(service, "spec", "type") == "LoadBalancer" and _at(service, "spec", "externalTrafficPolicy") == "Local"
+    )
+
+
 RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
     ("apps/v1", "Deployment"): (
         Rule(
@@ -139,6 +147,17 @@ RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
             "FieldValueRequired",
             lambda obj, name: not name and len(_at(obj, "spec", "ports") or ()) > 1,
             "Required value",
+        ),
+        # Checked by the server after its allocations (ValidateServiceExternalTrafficFieldsCombination); an update
+        # that makes a Service need no health check port drops it first (services.settle).
+        Rule(
+            ("spec", "healthCheckNodePort"),
+            "FieldValueInvalid",
+            lambda obj, port: bool(port) and not needs_health_check(obj),
+            lambda port: (
+                f"Invalid value: {port}: HealthCheckNodePort can only be set on LoadBalancer service with "
+                "ExternalTrafficPolicy=Local"
+            ),
         ),
         # An update making a Service ClusterIP while it changes a node port keeps them all (services.settle).
         Rule(

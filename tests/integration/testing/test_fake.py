@@ -1574,3 +1574,59 @@ def test_a_refused_value_is_quoted_in_the_message_as_go_quotes_it(api: Api) -> N
     quoted = r'"é\u00a0\x01\x7f\u200b\t😀\"\\"'
     assert strategy.value.causes[0].message.startswith(f"Unsupported value: apps.DeploymentStrategy{{Type:{quoted}, ")
     assert label.value.causes[0].message.startswith(f"Invalid value: {quoted}: ")
+
+
+def _local_load_balancer(api: Api, name: str, **spec: Any) -> dict[str, Any]:
+    """A LoadBalancer Service routing to its nodes' local endpoints: it holds a health check node port."""
+    ports = [{"name": "a", "port": 80, "protocol": "TCP"}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": api.namespace},
+        "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local", "ports": ports, **spec},
+    }
+
+
+def test_a_health_check_node_port_held_is_a_server_error_and_one_changed_or_misplaced_is_invalid(api: Api) -> None:
+    # Node ports are the whole cluster's: each is picked by the allocator, so none is one another test holds.
+    held = api.client.create(_local_load_balancer(api, "a"))["spec"]
+    taken = [held["healthCheckNodePort"], held["ports"][0]["nodePort"]]
+    refused: list[tuple[int, str]] = []
+    try:
+        for port in taken:
+            with pytest.raises(errors.ServerError) as raised:
+                api.client.create(_local_load_balancer(api, "b", healthCheckNodePort=port))
+            refused.append((raised.value.status, raised.value.api_message))
+        with pytest.raises(errors.Invalid) as changed:
+            api.client.patch(SERVICE, "a", {"spec": {"healthCheckNodePort": None}}, api.namespace)
+        cleared = api.client.patch(SERVICE, "a", {"spec": {"externalTrafficPolicy": "Cluster"}}, api.namespace)
+        with pytest.raises(errors.Invalid) as misplaced:
+            api.client.patch(SERVICE, "a", {"spec": {"healthCheckNodePort": taken[0]}}, api.namespace)
+    finally:
+        api.client.delete(SERVICE, "a", api.namespace)  # frees its ports for the next run on this control plane
+
+    assert refused == [
+        (
+            500,
+            f"Internal error occurred: failed to allocate requested HealthCheck NodePort {port}: provided port is "
+            "already allocated",
+        )
+        for port in taken
+    ]
+    assert [(cause.reason, cause.field, cause.message) for cause in changed.value.causes] == [
+        (
+            "FieldValueInvalid",
+            "spec.healthCheckNodePort",
+            "Invalid value: 0: cannot change healthCheckNodePort on loadBalancer service with externalTraffic=Local "
+            "during update",
+        )
+    ]
+    assert "healthCheckNodePort" not in cleared["spec"]
+    assert [(cause.reason, cause.field, cause.message) for cause in misplaced.value.causes] == [
+        (
+            "FieldValueInvalid",
+            "spec.healthCheckNodePort",
+            f"Invalid value: {taken[0]}: HealthCheckNodePort can only be set on LoadBalancer service with "
+            "ExternalTrafficPolicy=Local",
+        )
+    ]

@@ -120,12 +120,16 @@ Limits, on purpose:
   same value, or a create, patch or update that wrote it since);
 * the lists the API server merges by key are merged by key in an apply: those of Kubernetes' own kinds in
   :data:`okt.resources.list_keys.KINDS` (a Service's ``ports`` by port and protocol, a pod template's ``containers`` and
-  ``volumes`` by name, a container's ``env`` by name and ``ports`` by port and protocol, ...; a ``protocol`` left out is
-  ``TCP``), ``metadata.finalizers`` (by value) and ``metadata.ownerReferences`` (by uid) of every kind, and those of a
-  custom kind given as ``keyed_lists`` (its CRD's ``x-kubernetes-list-type: map`` lists, by their
-  ``x-kubernetes-list-map-keys``; a key field left out is its schema default): ``FakeClient(kinds=[...],
-  keyed_lists={CERTIFICATE: Certificate.keyed_lists})``, the ``keyed_lists`` okt made of the
-  :attr:`~okt.resources.resource.Resource.openapi_schema` of a child's class. An item is owned by its key, as the
+  ``volumes`` by name, a container's ``env`` by name and ``ports`` by port and protocol, ...; a container port's
+  ``protocol`` left out is ``TCP``, a Service port's is the 500 of Kubernetes 1.20, whose apply schema gives it no
+  default — newer servers make it ``TCP`` —, as is an item of a keyed list leaving out a key field without a default,
+  or two items of one key: ``failed to create typed patch object: .spec.ports: element 0: associative list with keys
+  has an element that omits key field "protocol" (and doesn't have default value)``,
+  :func:`okt.testing.validation.check_apply`), ``metadata.finalizers`` (by value) and ``metadata.ownerReferences``
+  (by uid) of every kind, and those of a custom kind given as ``keyed_lists`` (its CRD's ``x-kubernetes-list-type:
+  map`` lists, by their ``x-kubernetes-list-map-keys``; a key field left out is its schema default):
+  ``FakeClient(kinds=[...], keyed_lists={CERTIFICATE: Certificate.keyed_lists})``, the ``keyed_lists`` okt made of
+  the :attr:`~okt.resources.resource.Resource.openapi_schema` of a child's class. An item is owned by its key, as the
   server's managedFields own ``k:{"port":80,"protocol":"TCP"}``: an applied item is merged field by field into the
   stored item of its key; the items of other writers stay where they are; new items are appended in the applied order
   (as on Kubernetes 1.20, which okt is tested on; newer servers put the applied items in the applied order among the
@@ -133,8 +137,8 @@ Limits, on purpose:
   another writer set in it goes with it, as on the server). So another writer's finalizer or owner reference stays, and
   okt's controller reference beside another controller's is a 422, as on the server. Every other list is atomic
   (replaced whole): a custom kind's not given so (the fake reads no CRD), a built-in kind's list missing from that
-  table, and a keyed list whose items cannot be keyed (an item without its key, two items of one key: the server refuses
-  such an apply); merge patches and strategic merge patches replace every list whole;
+  table, and a keyed list whose items cannot be keyed (a key field holding a map or a list); merge patches and
+  strategic merge patches replace every list whole;
 * ``managedFields`` are not kept (:meth:`~FakeClient.put` is no one's write: the fields it stores keep
   the owners they had, or have none; no one owns ``apiVersion``, ``kind``, nor the name and the identity in
   ``metadata``), so an update or a patch of the object whose body holds status fields its writer did not own keeps the
@@ -526,6 +530,7 @@ class FakeClient(kube_client.Client):
                     f"{body.get('apiVersion')} and a {kind.kind} of {kind.api_version}",
                 )
             _fold_string_data(copy.deepcopy(body), _untyped)  # refused before it is merged
+            validation.check_apply(kind, body, self._schema(kind.api_version, kind.kind))
             key = _key(kind, meta["name"], meta.get("namespace"))
             live = self._objects.get(key)
             if live is None and subresource is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from okt import errors
@@ -151,6 +151,58 @@ def fields(obj: Mapping[str, Any], schema: list_keys.Schema | None = None, prefi
         else:
             found[(*prefix, key)] = value
     return found
+
+
+def untyped(
+    obj: Any, schema: list_keys.Schema | None, undefaulted: Collection[tuple[str, str]] = (), prefix: Path = ()
+) -> str | None:
+    """Why the API server cannot type ``obj`` as an apply of an object whose keyed lists ``schema`` names, or None:
+    an item of a keyed list that leaves out a key field with no default (``undefaulted``: the fields, by the list's
+    :func:`text` and the key field's name, that have none on the server although okt's table gives one), or two items
+    of one key — in the server's words (``.spec.ports: element 0: associative list with keys has an element that
+    omits key field "protocol" (and doesn't have default value)``, ``.spec.ports: duplicate entries for key
+    [port=80,protocol="TCP"]``). Lists of plain values (sets) are not checked."""
+    if not isinstance(obj, Mapping):
+        return None
+    for key, value in obj.items():
+        inner = (schema or {}).get(key)
+        if inner is None:
+            continue
+        path = (*prefix, key)
+        if not isinstance(inner, list_keys.Keyed):
+            found = untyped(value, inner, undefaulted, path)
+        elif inner.fields and isinstance(value, list):
+            found = _untyped_items(value, inner, undefaulted, path)
+        else:
+            found = None
+        if found:
+            return found
+    return None
+
+
+def _untyped_items(
+    items: list[Any], keyed: list_keys.Keyed, undefaulted: Collection[tuple[str, str]], path: Path
+) -> str | None:
+    seen: set[Item] = set()
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            continue
+        for name in keyed.fields:
+            if name not in item and (name not in keyed.defaults or (text(path), name) in undefaulted):
+                return (
+                    f"{text(path)}: element {index}: associative list with keys has an element that omits key field "
+                    f"{json.dumps(name)} (and doesn't have default value)"
+                )
+        key = Item(tuple((name, item.get(name, keyed.defaults.get(name))) for name in keyed.fields))
+        if any(isinstance(value, dict | list) for _, value in key.key):
+            continue
+        if key in seen:
+            return f"{text(path)}: duplicate entries for key {text((key,))}"
+        seen.add(key)
+        found = untyped(item, keyed.items, undefaulted, (*path, key))
+        if found:
+            return found
+    return None
 
 
 def text(path: Path) -> str:

@@ -27,7 +27,8 @@ from typing import Any
 
 from okt import errors
 from okt.kube import kinds
-from okt.testing import gotext
+from okt.resources import list_keys
+from okt.testing import gotext, patching
 
 EACH = "*"
 """A step of a :class:`Rule`'s path meaning every item of a list."""
@@ -169,6 +170,30 @@ RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
     ),
 }
 """Each kind's rules, in the order the API server checks them."""
+
+
+UNDEFAULTED_KEYS: dict[tuple[str, str], frozenset[tuple[str, str]]] = {
+    # Kubernetes 1.20's apply schema defaults a container port's protocol (a key of its ports) but not a Service
+    # port's: newer servers (1.21 on) default both to TCP, so okt's own apply spells it out (okt.resources.apply).
+    ("v1", "Service"): frozenset({(".spec.ports", "protocol")}),
+}
+"""The key fields of a kind's keyed lists that have no default in an apply, though okt's table
+(:data:`okt.resources.list_keys.KINDS`) gives them one: by the list's path, as the server writes it, and the field."""
+
+
+def check_apply(kind: kinds.Kind, body: Mapping[str, Any], schema: list_keys.Schema) -> None:
+    """Refuse an apply of ``body`` (an object of ``kind`` whose keyed lists ``schema`` names) as Kubernetes 1.20 does
+    where it cannot type it (:func:`okt.testing.patching.untyped`): an item of a keyed list leaving out a key field
+    with no default (:data:`UNDEFAULTED_KEYS`: a Service port without its ``protocol``), two items of one key.
+
+    Raises:
+        okt.errors.ServerError: the server's 500, an error of its own rather than a 4xx (``failed to create typed
+            patch object: .spec.ports: element 0: associative list with keys has an element that omits key field
+            "protocol" (and doesn't have default value)``).
+    """
+    found = patching.untyped(body, schema, UNDEFAULTED_KEYS.get((kind.api_version, kind.kind), frozenset()))
+    if found:
+        raise errors.ApiError.from_status(500, "InternalError", f"failed to create typed patch object: {found}")
 
 
 def check(kind: kinds.Kind, obj: Mapping[str, Any]) -> None:

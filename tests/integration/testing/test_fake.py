@@ -1630,3 +1630,31 @@ def test_a_health_check_node_port_held_is_a_server_error_and_one_changed_or_misp
             "ExternalTrafficPolicy=Local",
         )
     ]
+
+
+def test_an_apply_of_service_ports_without_their_protocol_or_of_one_key_twice_is_a_server_error(api: Api) -> None:
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": api.namespace}}
+    deployment = _deployment(api)
+    deployment["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    refused: list[tuple[int, str]] = []
+    for ports in (
+        [{"name": "a", "port": 80}],
+        [{"name": "a", "port": 80, "protocol": "TCP"}, {"name": "b", "port": 80, "protocol": "TCP"}],
+    ):
+        with pytest.raises(errors.ServerError) as raised:
+            api.client.apply({**service, "spec": {"ports": ports}}, SERVICE, field_manager="test")
+        refused.append((raised.value.status, raised.value.api_message))
+
+    # A container port's protocol has a default in Kubernetes 1.20's apply schema.
+    applied = api.client.apply(deployment, DEPLOYMENT, field_manager="test")
+
+    assert refused == [
+        (
+            500,
+            "failed to create typed patch object: .spec.ports: element 0: associative list with keys has an element "
+            'that omits key field "protocol" (and doesn\'t have default value)',
+        ),
+        (500, 'failed to create typed patch object: .spec.ports: duplicate entries for key [port=80,protocol="TCP"]'),
+    ]
+    assert applied["spec"]["template"]["spec"]["containers"][0]["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    assert api.client.get_or_none(SERVICE, "s", api.namespace) is None

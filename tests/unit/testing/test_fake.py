@@ -1229,7 +1229,8 @@ def test_a_write_spelling_out_a_default_or_a_quantity_otherwise_is_no_change(fak
 
 
 def test_a_node_port_service_keeps_its_node_ports_through_an_apply_that_leaves_them_out(fake: FakeClient) -> None:
-    body = {**_SERVICE, "spec": {"type": "NodePort", "ports": [{"port": 80}]}}
+    # Kubernetes 1.20 refuses an apply of a port without its protocol (a key of the list, with no default there).
+    body = {**_SERVICE, "spec": {"type": "NodePort", "ports": [{"port": 80, "protocol": "TCP"}]}}
     created = fake.apply(body, field_manager="a")
     other = fake.create({**body, "metadata": {"name": "t", "namespace": "ns"}})
 

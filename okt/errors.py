@@ -32,7 +32,8 @@ The tree::
     │   │   └── NotServed         404 with no Status: no such path (a CRD not installed, or not loaded yet)
     │   ├── Conflict              409  (``already_exists`` when the API reason is "AlreadyExists")
     │   ├── Gone                  410
-    │   ├── Invalid               422  (``size_bound``, ``immutable_fields``, ``depends_on_others``)
+    │   ├── Invalid               422, or an apply the server cannot type (a 500)  (``size_bound``,
+    │   │                         ``immutable_fields``, ``depends_on_others``)
     │   ├── RequestTooLarge       413, or etcd's "request is too large" (a 413 or a 500): never retryable
     │   ├── TooManyRequests       429
     │   ├── ServerError           5xx

@@ -20,7 +20,8 @@ is drawn; import them from there. This branch of it::
     │   └── NotServed         404 with no Status: no such path (a CRD not installed, or not loaded yet)
     ├── Conflict              409  (``already_exists`` when the API reason is "AlreadyExists")
     ├── Gone                  410
-    ├── Invalid               422  (``size_bound``, ``immutable_fields``, ``depends_on_others``)
+    ├── Invalid               422, or an apply the server cannot type (a 500)  (``size_bound``, ``immutable_fields``,
+    │                         ``depends_on_others``)
     ├── RequestTooLarge       413, or etcd's "request is too large" (a 413 or a 500): never retryable
     ├── TooManyRequests       429
     ├── ServerError           5xx
@@ -196,6 +197,8 @@ class ApiError(errors.OktError):
         """Build the child class that matches ``status`` (``ApiError`` itself for unlisted statuses)."""
         if status == 413 or (status >= 500 and _STORAGE_TOO_LARGE in message):
             kind: type[ApiError] = RequestTooLarge
+        elif status >= 500 and (untyped := _UNTYPED_PATCH.match(message)) is not None:
+            kind, causes = Invalid, tuple(causes) or _untyped_causes(untyped.group(1))
         elif 500 <= status <= 599:
             kind = ServerError
         else:
@@ -252,7 +255,10 @@ class Gone(ApiError):
 
 
 class Invalid(ApiError):
-    """422: the object failed the API server's validation (:attr:`size_bound` when for its size).
+    """422: the object failed the API server's validation (:attr:`size_bound` when for its size). Also an apply the
+    API server cannot type against the kind's schema (a value of the wrong type, a field the schema lacks): it
+    answers that with a 500 of its own (Kubernetes 1.20, and the versions of today), and the same body is refused
+    again at every try; each field it names is a cause (``FieldValueTypeInvalid``).
 
     Its message names each field refused and what is wrong with it (:func:`refused_fields`), or, when the server named
     none, is the server's message (:func:`without_values`): never the values the server quotes, the request's, which
@@ -279,6 +285,10 @@ class Invalid(ApiError):
             said = f"{denied.group(0)}: {said}" if said else denied.group(0)
         super().__init__(status, reason, said, method=method, url=url, causes=causes)
         self.api_message = message
+
+    @property
+    def retryable(self) -> bool:
+        return False
 
     @property
     def size_bound(self) -> tuple[str, int] | None:
@@ -349,6 +359,36 @@ _IMMUTABLE_AT_END = re.compile(r"(?:\bfield is immutable|\bmay not change once s
 """The same at the end of an invalid value's cause, after the value quoted (``may not change once set``: a Service's
 allocated ``clusterIP``)."""
 _BYTES_BOUND = re.compile(r"(?:at most|more than|longer than) (\d+) bytes")
+
+
+_UNTYPED_PATCH = re.compile(r"failed to create typed patch object(?: \([^)]*\))?: (.*)", re.DOTALL)
+"""How the API server refuses an apply whose body its kind's schema cannot type, as a 500 (server-side apply's own
+error, never given a Status: kubernetes/kubernetes#122480): ``failed to create typed patch object: .spec.replicas:
+expected numeric (int or float), got ...`` (later versions name the object in parentheses before the colon). What
+follows is one error, or ``errors:`` and one per line; the request's values in them are already left out by the
+client."""
+_UNTYPED_ERROR = re.compile(r"\.((?:[^.\[\s:]+|\[[^\]]*\])(?:\.[^.\[\s:]+|\[[^\]]*\])*): (.+)")
+"""One error of such an answer: the field's path as server-side apply spells it
+(``.spec.template.spec.containers[name="main"].env[name="A"].value``), then what is wrong with it."""
+UNTYPED = "FieldValueTypeInvalid"
+"""The reason of a cause read out of an apply the API server could not type (the API's own name for a value of the
+wrong type)."""
+
+
+def _untyped_causes(said: str) -> tuple[StatusCause, ...]:
+    """The causes of an apply the API server could not type, read out of what it said of it (:data:`_UNTYPED_PATCH`):
+    one per field it names, the path without its leading dot as a 422's causes name fields; one naming no field when
+    none can be read."""
+    lines = said.strip().splitlines()
+    errors_said = [line.strip() for line in lines[1:]] if lines and lines[0].strip() == "errors:" else [said.strip()]
+    causes = []
+    for error in errors_said:
+        found = _UNTYPED_ERROR.fullmatch(error)
+        if found is not None:
+            causes.append(StatusCause(UNTYPED, found.group(2), found.group(1)))
+        elif error:
+            causes.append(StatusCause(UNTYPED, error))
+    return tuple(causes)
 
 
 _STORAGE_TOO_LARGE = "etcdserver: request is too large"

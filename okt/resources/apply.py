@@ -345,8 +345,8 @@ def create(
         try:
             created = _apply(client, kind, res, options)
         except errors.ApiError as exc:
-            if exc.status == 0 or exc.status >= 500:  # no answer, or the server's own failure: it may have landed
-                UNANSWERED_CREATES.add(key)
+            if isinstance(exc, (errors.Unavailable, errors.ServerError)):  # no answer, or the server's own failure:
+                UNANSWERED_CREATES.add(key)  # it may have landed (a refusal, even as a 500, did not)
             raise
         UNANSWERED_CREATES.discard(key)
     else:

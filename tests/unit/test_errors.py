@@ -183,6 +183,52 @@ def test_a_request_refused_for_its_size_is_never_retried_and_says_its_limit(
 
 
 @pytest.mark.parametrize(
+    ("message", "causes"),
+    [
+        (
+            "failed to create typed patch object: .spec.replicas: expected numeric (int or float), got string",
+            [("spec.replicas", "expected numeric (int or float), got string")],
+        ),
+        (
+            "failed to create typed patch object (apps/v1, Kind=Deployment ns/web): "
+            ".spec.replica: field not declared in schema",
+            [("spec.replica", "field not declared in schema")],
+        ),
+        (
+            'failed to create typed patch object: errors:\n  .spec.template.spec.containers[name="main"].env[name="A"]'
+            ".value: expected string, got a value (left out)\n  .spec.replica: field not declared in schema",
+            [
+                (
+                    'spec.template.spec.containers[name="main"].env[name="A"].value',
+                    "expected string, got a value (left out)",
+                ),
+                ("spec.replica", "field not declared in schema"),
+            ],
+        ),
+        ("failed to create typed patch object: something else", [("", "something else")]),
+    ],
+    ids=["one", "object-named", "several", "no-field"],
+)
+def test_an_apply_the_api_server_cannot_type_is_an_invalid_object_naming_each_field_though_a_500(
+    message: str, causes: list[tuple[str, str]]
+) -> None:
+    """Server-side apply answers a body its schema cannot type with a 500 of its own, not a 422: the same body is
+    refused at every try, so it is no server failure to retry but a refusal naming its fields."""
+    exc = errors.ApiError.from_status(500, "InternalError", message)
+
+    assert isinstance(exc, errors.Invalid) and exc.status == 500 and exc.retryable is False
+    assert [(c.field, c.message) for c in exc.causes] == causes
+    assert {c.reason for c in exc.causes} == {kube_errors.UNTYPED}
+    error = errors.InvalidChild.from_invalid("Deployment/ns/web", exc, "then")
+    assert error is not None and error.fields == tuple(field or "(object)" for field, _ in causes)
+
+
+def test_a_server_failure_that_is_no_typing_of_an_apply_stays_a_server_error() -> None:
+    exc = errors.ApiError.from_status(500, "InternalError", "failed to create typed live object: .spec: broken")
+    assert type(exc) is errors.ServerError and exc.retryable
+
+
+@pytest.mark.parametrize(
     ("cause", "bound"),
     [
         (errors.StatusCause("FieldValueTooLong", "Too long: must have at most 1048576 bytes", "[]"), ("[]", 1048576)),

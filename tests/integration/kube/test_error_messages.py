@@ -46,16 +46,18 @@ def test_a_secret_refused_by_apply_for_a_value_of_the_wrong_type_is_not_quoted_i
 
     assert "987654" not in str(raised.value)
     assert "987654" not in raised.value.api_message
-    assert f".{field}.pin: expected string" in str(raised.value)
+    assert f"{field}.pin: expected string" in str(raised.value)
+    assert isinstance(raised.value, okt.Invalid)  # a refusal of the body (as a 500), not a failure of the server
+    assert [cause.field for cause in raised.value.causes] == [f"{field}.pin"]
 
 
 @pytest.mark.parametrize(
     ("field", "value", "said"),
     [
-        ("data", "hunter2 {in} clear", ".data: expected map"),
-        ("stringData", ["hunter2"], ".stringData: expected map"),
-        ("stringData", "password: hunter2 }\n  .data: expected map, got &{x}", ".stringData: expected map"),
-        ("metadata", {"name": "credentials", "labels": ["hunter2"]}, ".metadata.labels: expected map"),
+        ("data", "hunter2 {in} clear", "data: expected map"),
+        ("stringData", ["hunter2"], "stringData: expected map"),
+        ("stringData", "password: hunter2 }\n  .data: expected map, got &{x}", "stringData: expected map"),
+        ("metadata", {"name": "credentials", "labels": ["hunter2"]}, "metadata.labels: expected map"),
     ],
     ids=["data-text", "string-data-list", "string-data-unbalanced", "labels-list"],
 )

@@ -29,6 +29,7 @@ class PickerSpec(pydantic.BaseModel):
     app: str = "a"
     tier: str = "web"
     node_port: int = pydantic.Field(default=30080, alias="nodePort")
+    grace: int | str = 30
 
 
 class PickerDeployment(okt.MutableResource):
@@ -67,6 +68,37 @@ class Picker(okt.Reconciler):
 
     def resources(self, ctx: okt.Context) -> list[okt.Resource]:
         return [PickerDeployment(ctx.cr)]
+
+
+class PickerJob(okt.MutableResource):
+    api_version = "batch/v1"
+    kind = "Job"
+    template = """
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      terminationGracePeriodSeconds: {{ cr.spec.grace }}
+      containers:
+        - name: main
+          image: busybox
+"""
+
+
+class Runner(okt.Reconciler):
+    api_version = f"{GROUP}/v1"
+    kind = "Picker"
+    plural = "pickers"
+    spec_model = PickerSpec
+    owns = (PickerJob,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [PickerJob(ctx.cr)]
 
 
 class PickerService(okt.ServiceResource):
@@ -245,6 +277,43 @@ def test_a_value_the_api_server_refuses_is_reported_once_naming_the_field_and_re
     assert fixed.outcome.kind is okt.OutcomeKind.DONE, fixed.outcome
     live = shared.get_child(kube, "apps/v1", "Deployment", namespace, name)
     assert live is not None and live["metadata"]["labels"]["tier"] == "front-end"
+
+
+def test_a_value_of_the_wrong_type_is_reported_once_naming_the_field_and_reconciled_again_once_fixed(
+    kube: kube_client.Client, picker_kind: kinds.Kind, namespace: str
+) -> None:
+    """Server-side apply cannot type a body that places text where the schema wants a number (or names a field the
+    schema lacks): the API server answers 500 ("failed to create typed patch object"), not 422, on 1.20 as on the
+    versions of today. The same custom resource makes the same body: a refusal for good, not a server failure."""
+    name = f"p-{secrets.token_hex(3)}"
+    body = {"apiVersion": picker_kind.api_version, "kind": "Picker", "metadata": {"name": name, "namespace": namespace}}
+    kube.create({**body, "spec": {"grace": "half a minute"}}, picker_kind)
+    recorder = events.EventRecorder(kube, "picker")
+
+    refused = okt.reconcile(Runner(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
+
+    assert refused.outcome.kind is okt.OutcomeKind.GIVE_UP, refused.outcome
+    ready = condition(kube.get(picker_kind, name, namespace), "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == ("False", "InvalidChild"), ready
+    message = ready["message"]
+    assert f"Job/{namespace}/{name}" in message and "spec.template.spec.terminationGracePeriodSeconds" in message
+    assert "expected numeric" in message and "half a minute" not in message, message
+    before = kube.stats.snapshot()
+
+    for _ in range(3):
+        again = okt.reconcile(Runner(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
+        assert again.outcome.kind is okt.OutcomeKind.GIVE_UP, again.outcome
+
+    assert shared.write_requests(kube, before) == {}  # the same child refused before is not sent again
+    [event] = [e for e in kube.list(kinds.EVENT, namespace)[0] if e["involvedObject"]["name"] == name]
+    assert (event["type"], event["reason"], event["count"]) == ("Warning", "InvalidChild", 1)
+
+    kube.patch(picker_kind, name, {"spec": {"grace": 30}}, namespace)
+    fixed = okt.reconcile(Runner(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
+
+    assert fixed.outcome.kind is okt.OutcomeKind.DONE, fixed.outcome
+    live = shared.get_child(kube, "batch/v1", "Job", namespace, name)
+    assert live is not None and live["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 30
 
 
 def test_a_node_port_another_service_holds_is_retried_until_it_is_free(

@@ -101,6 +101,45 @@ class Runner(okt.Reconciler):
         return [PickerJob(ctx.cr)]
 
 
+class PickerEnv(okt.DeploymentResource):
+    template = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+spec:
+  replicas: 0
+  selector:
+    matchLabels:
+      app: {{ name }}
+  template:
+    metadata:
+      labels:
+        app: {{ name }}
+    spec:
+      containers:
+        - name: main
+          image: busybox
+          env:
+            - name: APP
+              value: {{ cr.spec.app }}
+            - name: {{ cr.spec.tier }}
+              value: "1"
+"""
+
+
+class Namer(okt.Reconciler):
+    api_version = f"{GROUP}/v1"
+    kind = "Picker"
+    plural = "pickers"
+    spec_model = PickerSpec
+    owns = (PickerEnv,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [PickerEnv(ctx.cr)]
+
+
 class PickerService(okt.ServiceResource):
     template = """
 apiVersion: v1
@@ -314,6 +353,33 @@ def test_a_value_of_the_wrong_type_is_reported_once_naming_the_field_and_reconci
     assert fixed.outcome.kind is okt.OutcomeKind.DONE, fixed.outcome
     live = shared.get_child(kube, "batch/v1", "Job", namespace, name)
     assert live is not None and live["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 30
+
+
+def test_two_items_of_one_key_in_a_list_apply_merges_by_key_are_reported_once_and_reconciled_again_once_fixed(
+    kube: kube_client.Client, picker_kind: kinds.Kind, namespace: str
+) -> None:
+    """Two env vars of one name: server-side apply cannot type the list (another 500 of its own), where a create
+    would have kept the last of them."""
+    name = f"p-{secrets.token_hex(3)}"
+    body = {"apiVersion": picker_kind.api_version, "kind": "Picker", "metadata": {"name": name, "namespace": namespace}}
+    kube.create({**body, "spec": {"tier": "APP"}}, picker_kind)
+
+    refused = okt.reconcile(Namer(), kube, None, namespace, name, kind=picker_kind)
+
+    assert refused.outcome.kind is okt.OutcomeKind.GIVE_UP, refused.outcome
+    ready = condition(kube.get(picker_kind, name, namespace), "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == ("False", "InvalidChild"), ready
+    assert 'env: duplicate entries for key [name="APP"]' in ready["message"], ready["message"]
+    before = kube.stats.snapshot()
+
+    again = okt.reconcile(Namer(), kube, None, namespace, name, kind=picker_kind)
+
+    assert again.outcome.kind is okt.OutcomeKind.GIVE_UP, again.outcome
+    assert shared.write_requests(kube, before) == {}  # the same child refused before is not sent again
+    kube.patch(picker_kind, name, {"spec": {"tier": "TIER"}}, namespace)
+    fixed = okt.reconcile(Namer(), kube, None, namespace, name, kind=picker_kind)
+
+    assert fixed.outcome.kind is okt.OutcomeKind.DONE, fixed.outcome
 
 
 def test_a_node_port_another_service_holds_is_retried_until_it_is_free(

@@ -187,9 +187,9 @@ def check_apply(kind: kinds.Kind, body: Mapping[str, Any], schema: list_keys.Sch
     with no default (:data:`UNDEFAULTED_KEYS`: a Service port without its ``protocol``), two items of one key.
 
     Raises:
-        okt.errors.ServerError: the server's 500, an error of its own rather than a 4xx (``failed to create typed
+        okt.errors.Invalid: the server's 500, an error of its own rather than a 422 (``failed to create typed
             patch object: .spec.ports: element 0: associative list with keys has an element that omits key field
-            "protocol" (and doesn't have default value)``).
+            "protocol" (and doesn't have default value)``), which okt reads as the refusal of the field it names.
     """
     found = patching.untyped(body, schema, UNDEFAULTED_KEYS.get((kind.api_version, kind.kind), frozenset()))
     if found:

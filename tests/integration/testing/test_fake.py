@@ -1632,7 +1632,9 @@ def test_a_health_check_node_port_held_is_a_server_error_and_one_changed_or_misp
     ]
 
 
-def test_an_apply_of_service_ports_without_their_protocol_or_of_one_key_twice_is_a_server_error(api: Api) -> None:
+def test_an_apply_of_service_ports_without_their_protocol_or_of_one_key_twice_is_refused_with_the_servers_500(
+    api: Api,
+) -> None:
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": api.namespace}}
     deployment = _deployment(api)
     deployment["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
@@ -1641,9 +1643,10 @@ def test_an_apply_of_service_ports_without_their_protocol_or_of_one_key_twice_is
         [{"name": "a", "port": 80}],
         [{"name": "a", "port": 80, "protocol": "TCP"}, {"name": "b", "port": 80, "protocol": "TCP"}],
     ):
-        with pytest.raises(errors.ServerError) as raised:
+        with pytest.raises(errors.Invalid) as raised:  # a 500, which names the field refused
             api.client.apply({**service, "spec": {"ports": ports}}, SERVICE, field_manager="test")
         refused.append((raised.value.status, raised.value.api_message))
+        assert [cause.field for cause in raised.value.causes] == ["spec.ports"]
 
     # A container port's protocol has a default in Kubernetes 1.20's apply schema.
     applied = api.client.apply(deployment, DEPLOYMENT, field_manager="test")

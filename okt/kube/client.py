@@ -51,6 +51,9 @@ from okt import errors
 from okt.kube import discovery, fence, jsonstream, kinds, kubeconfig, tokens, transport
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "apply", "delete"})
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""HTTP methods that change nothing on the server: a request sent with any other is a write (the fence is asked),
+whatever verb its caller names it."""
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "json": "application/json-patch+json",
@@ -607,13 +610,14 @@ class Client:
 
         ``check`` False returns a non-2xx answer instead of raising (a proxied answer is the operand's, not the API's);
         ``data`` is a body sent as it is (``body`` is serialised as JSON); ``write`` says whether the write fence is
-        asked (default: for the write verbs) — a call proxied to an operand that may change it is one, though not
-        counted as a write of the API. ``deadline`` (a :func:`time.monotonic` time, in place of ``timeout``) bounds
-        the whole answer, not each read: the request is streamed through the session and read by :func:`_read_by` (an
-        operand answering through the API server's proxy may trickle its answer); past it the connection is closed
-        and ``Unavailable`` raised, a timeout in its cause. ``limited`` False sends it without waiting its turn at the
-        rate limit: the leader's lease, renewed a few times a retry period, must not wait behind the workers' requests
-        past its renew deadline.
+        asked (default: for the write verbs, and for every method but those of :data:`READ_METHODS` whatever ``verb``
+        says — a ``DELETE`` of a collection named ``deletecollection`` is a write) — a call proxied to an operand that
+        may change it is one, though not counted as a write of the API. ``deadline`` (a :func:`time.monotonic` time, in
+        place of ``timeout``) bounds the whole answer, not each read: the request is streamed through the session and
+        read by :func:`_read_by` (an operand answering through the API server's proxy may trickle its answer); past it
+        the connection is closed and ``Unavailable`` raised, a timeout in its cause. ``limited`` False sends it without
+        waiting its turn at the rate limit: the leader's lease, renewed a few times a retry period, must not wait
+        behind the workers' requests past its renew deadline.
 
         Raises:
             okt.errors.ApiError: a non-2xx answer (its subclass by status) or no answer at all (``Unavailable``).
@@ -623,7 +627,10 @@ class Client:
             TypeError, ValueError: ``body`` is not JSON (a value of a type JSON does not have, a NaN or an infinity,
                 which JSON cannot write); nothing was sent.
         """
-        write = verb in WRITE_VERBS if write is None else write
+        if write is None:
+            # By the method too: ``verb`` is the caller's name for the request (a hook's own, through ctx.client), and
+            # a deposed leader's deletecollection went out unfenced, named as Kubernetes names it.
+            write = verb in WRITE_VERBS or method.upper() not in READ_METHODS
         if data is None and body is not None:  # an encoded ``data`` is sent as it is
             # Encoded first: a body that is not JSON raises before anything is counted or sent.
             data = encode_body(body, content_type)

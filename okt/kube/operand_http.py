@@ -58,7 +58,7 @@ EXCERPT = 200
 
 Route = Literal["proxy", "direct"]
 _KINDS = {"pod": "pods", "pods": "pods", "po": "pods", "service": "services", "services": "services", "svc": "services"}
-_READS = frozenset({"GET", "HEAD", "OPTIONS"})
+_READS = kube_client.READ_METHODS
 """Methods that do not change the operand: not fenced."""
 _PODS = kinds.BUILTIN[("v1", "Pod")]
 _SERVICES = kinds.BUILTIN[("v1", "Service")]

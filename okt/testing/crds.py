@@ -180,6 +180,7 @@ def _owner_references_resolve(client: kube_client.Client, kind: kinds.Kind) -> b
             resource="configmaps",
             params={"dryRun": "All"},
             body=probe,
+            write=False,  # a dry run changes nothing
         )
     except errors.Forbidden:
         return False

@@ -241,3 +241,32 @@ def test_an_exec_whose_connection_was_made_after_the_loss_of_leadership_is_not_s
     finally:
         relay.close()
         client.close()
+
+
+@pytest.mark.parametrize(
+    ("method", "verb", "path"),
+    [
+        ("DELETE", "deletecollection", "{collection}"),
+        ("POST", "post", "{collection}"),
+        ("PUT", "replace", "{collection}/kept"),
+    ],
+)
+def test_a_request_that_changes_the_server_is_fenced_whatever_verb_its_caller_names(
+    control_plane: envtest.ControlPlane, kube: kube_client.Client, namespace: str, method: str, verb: str, path: str
+) -> None:
+    """``Client.request`` is public: a hook may send a request of its own through ``ctx.client`` (a deletecollection,
+    which the client has no method for) and name its verb as it likes. Whether the fence is asked went by that name
+    alone (okt's five write verbs): a DELETE of a whole collection, named ``deletecollection`` as Kubernetes names
+    it, left a replica that no longer led and emptied the namespace beside the next leader."""
+    kept = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kept", "namespace": namespace}}
+    kube.create(kept, kinds.CONFIG_MAP)
+    collection = kinds.CONFIG_MAP.collection_path(namespace)
+    other = {**kept, "metadata": {"name": "other", "namespace": namespace}}
+    bodies = {"DELETE": None, "POST": other, "PUT": kube.get(kinds.CONFIG_MAP, "kept", namespace)}
+    written_before = kube.get(kinds.CONFIG_MAP, "kept", namespace)["metadata"]["resourceVersion"]
+
+    with pytest.raises(errors.NotLeader), fence_mod.fenced(lambda verb, resource: "leadership lost"):
+        kube.request(method, path.format(collection=collection), verb=verb, resource="configmaps", body=bodies[method])
+
+    assert kube.get(kinds.CONFIG_MAP, "kept", namespace)["metadata"]["resourceVersion"] == written_before
+    assert kube.get_or_none(kinds.CONFIG_MAP, "other", namespace) is None

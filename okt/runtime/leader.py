@@ -276,6 +276,13 @@ class LeaderElector:
         return contact > 0 and clock() - contact < self.lease_duration + self.retry_period * JITTER
 
     @property
+    def failure(self) -> str:
+        """What the last attempt failed with (its log line's event and error: a refusal names the rule to grant), ""
+        when it was answered or none was made: a replica not ready for its lease says why (``/readyz``), not only in
+        its log, where a repeat is said at debug level."""
+        return self._failure_said  # one reference, replaced whole by the elector's thread
+
+    @property
     def holder(self) -> str:
         """The holder identity of the lease as last seen ("" when free or not seen yet)."""
         with self._lock:

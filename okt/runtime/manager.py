@@ -438,7 +438,9 @@ class Manager:
         # Reached only once synced: a campaign starts then, and its first lease request must not take a converting
         # pod out of its endpoints for a moment.
         if self.elector is not None and not (self.elector.is_leader or self.elector.healthy):
-            return converting, "leader election cannot reach the lease"
+            # With what its last request failed with: a 403 is no outage, and names the rule to grant.
+            unreached, failure = "leader election cannot reach the lease", self.elector.failure
+            return converting, f"{unreached}: {failure}" if failure else unreached
         unserved = self.cache.unserved()
         notes = [str(refusal) for _, refusal in self.cache.refused()]
         if unserved:

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.integration
 
 LEADER = envtest.TokenUser("replica-leader", "leader-" + "0" * 25, ())
 STANDBY = envtest.TokenUser("replica-standby", "standby-" + "0" * 24, ())
+LEASELESS = envtest.TokenUser("replica-leaseless", "leaseless-" + "0" * 22, ())
 LEASE = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
 NAMESPACE = "standby"
 GADGETS = 40
@@ -33,7 +34,7 @@ WRITES = frozenset({"create", "update", "patch", "delete", "apply"})
 
 @pytest.fixture(scope="module")
 def plane() -> Iterator[envtest.ControlPlane]:
-    control_plane = envtest.ControlPlane(users=(LEADER, STANDBY), crds=(runtime.gadget_crd(),))
+    control_plane = envtest.ControlPlane(users=(LEADER, STANDBY, LEASELESS), crds=(runtime.gadget_crd(),))
     control_plane.start()
     try:
         yield control_plane
@@ -150,3 +151,26 @@ def test_a_replica_takes_the_lease_only_once_its_caches_are_synced_and_a_standby
         for manager in (standby, leader):
             manager.stop()
             manager.join(15)
+
+
+def test_a_replica_the_api_server_refuses_the_lease_is_not_ready_and_its_readyz_says_why(
+    plane: envtest.ControlPlane, admin: kube_client.Client, fake_reconcile: Any
+) -> None:
+    """A replica whose role lacks the Lease rules can never lead: not ready, as one that cannot reach the API server
+    — but ``/readyz`` said only "cannot reach the lease" of a lease the API server answers for, refusing it; the
+    refusal (and the rule to grant) was in the log alone, at the first try."""
+    bind(admin, "reader", LEASELESS)
+    leaseless = replica(plane, LEASELESS, fake_reconcile())
+    try:
+        leaseless.start()
+        wait_for(lambda: leaseless.cache is not None and leaseless.cache.synced, timeout=60)
+        wait_for(lambda: leaseless.readiness()[1] != "caches not synced", timeout=10)
+        time.sleep(SETTLE)
+        ready, reason = leaseless.readiness()
+        assert not ready
+        assert reason.startswith("leader election cannot reach the lease: ")
+        assert "forbidden" in reason.lower() and "leases" in reason
+        assert (leaseless.working, writes_of(leaseless)) == (False, 0)
+    finally:
+        leaseless.stop()
+        leaseless.join(15)

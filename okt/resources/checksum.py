@@ -25,6 +25,10 @@ resource quantities: it stores their canonical form (``cpu: 0.5`` becomes ``"500
 ``"1Gi"``, ``cpu: 2`` becomes ``"2"``), so a live string that is exactly the canonical form of a desired
 :class:`Quantity` matches it (:func:`canonical_quantity`). Only that form does: ``1Gi`` against a live ``1024Mi`` is
 drift. Any other string is compared as it is — the server stores it so, and ``"1000"`` edited to ``"1k"`` is drift.
+A number is compared as the server stores it too: an integer beyond ``int64`` matches the float the server keeps of
+it, given back in Go's digits (``123456789012345678901`` against ``123456789012345680000``), as does a float of
+``2**53`` and more that Go writes as another integer (:func:`okt.resources.stored_numbers.stored_number`); a child
+built in Python holds such a number as Python computed it, and no write could change what the server gives back.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import pydantic
+
+from okt.resources import stored_numbers
 
 SERVER_OWNED_METADATA = frozenset(
     {
@@ -165,7 +171,9 @@ def is_subset(desired: object, live: object) -> bool:
       equal booleans, ``None`` equals ``None``. No conversion between kinds (``"1"`` does not match ``1``, ``True``
       does not match ``1``) but one: a live string that is the canonical form the server gives a desired
       :class:`Quantity` (``Quantity("0.5")`` or ``Quantity("500m")`` against ``"500m"``, ``Quantity("1024Mi")``
-      against ``"1Gi"``) matches it. A plain string matches only itself.
+      against ``"1Gi"``) matches it. A plain string matches only itself. A live number that is what the server
+      stores for a desired one (``123456789012345680000`` for ``123456789012345678901``, beyond ``int64``) matches it
+      (:func:`okt.resources.stored_numbers.stored_number`).
 
     Pydantic models are compared in their wire form (see :func:`canonical_json`).
     """
@@ -365,7 +373,11 @@ def _same_scalar(desired: object, live: object) -> bool:
     if isinstance(desired, bool) or isinstance(live, bool):
         return isinstance(desired, bool) and isinstance(live, bool) and desired == live
     if isinstance(desired, int | float) and isinstance(live, int | float):
-        return desired == live
+        if desired == live:
+            return True
+        # Only a number of 2**53 and more may be stored as another one: any other that differs costs no call more.
+        large = not -stored_numbers.EXACT_FLOATS < desired < stored_numbers.EXACT_FLOATS
+        return large and stored_numbers.stored_as(desired, live)
     if isinstance(desired, str) and isinstance(live, str):
         return desired == live
     if isinstance(desired, int | float | str) or isinstance(live, int | float | str):

@@ -10,14 +10,16 @@ apply merges by key, which okt's apply keeps (:mod:`okt.resources.list_keys`).
 
 Guarantees: server-defaulted fields never read as drift (they are not in the view); a field left out of
 ``hashable_ref()`` is neither compared nor repaired; a built-in kind's quantity matches as okt wrote it or in its
-canonical form, in no other spelling; a built-in kind's keyed list matches when it holds okt's items by their keys, in
-the template's order, whatever other items it holds — told from the live object alone, so a restart over such a child
-writes nothing; a key field of such a list the template leaves to the server (a port's ``protocol``) is compared as
-the server's default, whether the list is compared by key or item by item. Caveat: the server's forms are
-remembered in the process only: after a restart, a child holding one (a zero value the server left out) is written
-once more. A custom resource's lists are compared item by item, at the same index, unless its class carries its
-CRD's schema (:attr:`okt.resources.resource.Resource.openapi_schema`): without, another writer's item in one of its
-map lists is drift.
+canonical form, in no other spelling; a number beyond what the server keeps exactly (an integer beyond int64)
+matches as the server stores it, however the child was built (:mod:`okt.resources.stored_numbers`); a built-in
+kind's keyed list matches when it holds okt's items by their keys, in the template's order, whatever other items it
+holds — told from the live object alone, so a restart over such a child writes nothing; a key field of such a list
+the template leaves to the server (a port's ``protocol``) is compared as the server's default, whether the list is
+compared by key or item by item. Caveat: the server's forms are remembered in the process only: after a restart, a
+child holding one (a zero value the server left out) is written once more. A custom resource's lists are compared item
+by item, at the same index, unless its class carries its CRD's schema
+(:attr:`okt.resources.resource.Resource.openapi_schema`): without, another writer's item in one of its map lists is
+drift.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ from __future__ import annotations
 import collections.abc
 import copy
 import dataclasses
-import decimal
 import enum
 import functools
 import json
@@ -24,7 +23,7 @@ import pydantic
 import pydantic_core
 
 from okt import errors
-from okt.resources import template_secrets
+from okt.resources import stored_numbers, template_secrets
 
 
 class Structured(str):
@@ -71,49 +70,9 @@ KEYS_MADE_EQUAL = (
 NOT_FINITE = "not a finite number (NaN or an infinity): a number JSON cannot write, which no child can hold"
 
 
-_INT64 = 2**63
-"""Integers from ``-_INT64`` up to ``_INT64 - 1`` are what the API server keeps as integers (Go's ``int64``)."""
-_EXACT_FLOATS = 2**53
-"""Below this magnitude every integer is a float exactly: Go writes such a float's own digits."""
-_LARGEST_EXACT = 1e21
-"""Go's JSON writes a float of a smaller magnitude without exponent, as digits Python reads as an integer."""
-TOO_LARGE = "an integer beyond the largest number JSON's floats hold, which no child can hold"
-
-
-def stored_number(value: int | float) -> int | float:
-    """The number the API server stores, and gives back, for ``value`` placed in a child.
-
-    The server keeps a JSON number as a Go ``int64`` when it is one, else as a ``float64``, and writes that float back
-    with its shortest digits: ``{{ cr.spec.n * 10**20 }}`` placed ``123456789012345678901`` and the server gave back
-    ``123456789012345680000``. Placed as Python computed it, the desired child never matched the live one, and okt
-    wrote it again after each restart (what the server made of a write is remembered in the process only). So an
-    integer beyond ``int64`` is placed as that float (below ``1e21``, as the integer of the digits Go writes it with),
-    and a float of ``2**53`` and more whose digits, as Go writes them, name another integer than the float is
-    (``1.2345678901234567e20`` is written ``123456789012345670000``) as that integer: what ``kubectl`` sends for the
-    same literal, and what the skeleton's literals read as (:class:`okt.resources.template_skeleton.KubectlLoader`).
-    Any other number is placed as it is. Raises a ValueError for an integer no float holds."""
-    if type(value) is int:
-        if -_INT64 <= value < _INT64:
-            return value
-        try:
-            number = float(value)
-        except OverflowError:
-            raise ValueError(TOO_LARGE) from None
-        return _go_digits(number) if abs(number) < _LARGEST_EXACT else number
-    if _EXACT_FLOATS <= abs(value) < _LARGEST_EXACT:
-        digits = _go_digits(value)
-        if digits != value:  # 1e16 is 10**16 exactly, and stays the float it is
-            return digits
-    return value
-
-
-def _go_digits(number: float) -> int:
-    """The integer Go's JSON writes for an integral float below ``1e21``: its shortest digits (``repr``'s)."""
-    return int(decimal.Decimal(repr(number)))
-
-
-def _stored_numbers(data: Any) -> None:
-    """Put :func:`stored_number`'s numbers in place of ``data``'s (a model's JSON dump)."""
+def _place_stored_numbers(data: Any) -> None:
+    """Put the numbers the API server stores (:func:`okt.resources.stored_numbers.stored_number`) in place of
+    ``data``'s (a model's JSON dump)."""
     stack = [data]
     while stack:
         item = stack.pop()
@@ -121,7 +80,7 @@ def _stored_numbers(data: Any) -> None:
         for key, child in entries:
             kind = type(child)
             if kind is int or kind is float:
-                item[key] = stored_number(child)
+                item[key] = stored_numbers.stored_number(child)
             elif kind is dict or kind is list:
                 stack.append(child)
 
@@ -138,11 +97,11 @@ def json_data(value: Any) -> Any:
     if kind is str or kind is bool or value is None:
         return value
     if kind is int:
-        return value if -_INT64 <= value < _INT64 else stored_number(value)
+        return value if -stored_numbers.INT64 <= value < stored_numbers.INT64 else stored_numbers.stored_number(value)
     if kind is float:
         if not math.isfinite(value):
             raise ValueError(NOT_FINITE)
-        return stored_number(value)
+        return stored_numbers.stored_number(value)
     if isinstance(value, Mapping):
         data = {json_key(json_data(key)): json_data(item) for key, item in value.items()}
         if len(data) != len(value):
@@ -159,7 +118,7 @@ def json_data(value: Any) -> Any:
         if _has_sets(type(value)):
             _sort_sets(python, data)
         _refuse_not_finite(data)
-        _stored_numbers(data)
+        _place_stored_numbers(data)
         return data
     if isinstance(value, set | frozenset):
         return in_order([json_data(item) for item in value])
@@ -358,7 +317,7 @@ def _placed(value: Any) -> Any:
     kind = type(value)
     if kind is str or kind is bool or value is None:
         return value
-    if kind is int and -_INT64 <= value < _INT64:
+    if kind is int and -stored_numbers.INT64 <= value < stored_numbers.INT64:
         return value
     if kind is template_secrets.TemplateSecret:
         value = value.placed()

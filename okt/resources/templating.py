@@ -31,7 +31,7 @@ Guarantees:
 * a value from the custom resource keeps its type: a string placed where a string goes is that very string;
 * a number JSON cannot write (NaN or an infinity), placed or made JSON by a spec model's own ``model_dump_json()``
   (which writes ``null`` for it), raises :class:`okt.errors.InvalidSpec`; a number is placed as the API server stores
-  it (an integer beyond int64 a float, :func:`okt.resources.template_placement.stored_number`), so the desired child
+  it (an integer beyond int64 a float, :func:`okt.resources.stored_numbers.stored_number`), so the desired child
   matches the live one;
 * a value that cannot be placed — two keys made equal (``1`` and ``"1"`` in a mapping placed whole too), a
   non-string key from ``to_yaml`` — or that an expression cannot use (``{{ cr.spec.size + 1 }}`` on the string

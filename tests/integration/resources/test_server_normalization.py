@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import pydantic
 import pytest
 
 import okt
@@ -520,6 +521,81 @@ def test_a_number_beyond_int64_is_placed_as_the_server_stores_it_and_never_writt
         }
     else:
         assert live["data"] == {"count": "123456789012345678901"}
+    # A process started anew knows nothing of what the server made of its writes: the desired child alone must match.
+    monkeypatch.setattr(drift_check, "SERVER_FORMS", drift_check.ServerForms())
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(Reconciler(), kube, widget_kind, namespace, NAME)
+
+    assert shared.write_requests(kube, before) == {}
+    assert run.results.counts()[okt.Operation.UNCHANGED] == 1
+
+
+class CounterModel(pydantic.BaseModel):
+    """A Counter's body as a model: its numbers as Python computes them."""
+
+    model_config = pydantic.ConfigDict(populate_by_name=True)
+
+    api_version: str = pydantic.Field(Counter.api_version, alias="apiVersion")
+    kind: str = Counter.kind
+    metadata: dict[str, Any]
+    spec: dict[str, Any]
+
+
+class Mutated(Counter):
+    """A Counter whose ``mutate_with_cr`` sets numbers beyond what the server keeps exactly, after the template."""
+
+    def mutate_with_cr(self, cr: okt.CustomResource) -> None:
+        self.desired["spec"]["open"]["mutated"] = [cr.raw_spec["size"] * 2**64 + 1, {"float": 2.0**60 + 2**8}]
+
+
+def big_spec(size: int) -> dict[str, Any]:
+    return {
+        "open": {
+            "computed": size * 123456789012345678901,
+            "huge": size * 10**22 + 1,
+            "float": size * 1.2345678901234567e20,
+            "nested": [size * 2**64 + 1, {"deep": -size * 2**70 - 3}],
+        },
+        "number": size * 123456789012345678901,
+    }
+
+
+@pytest.mark.parametrize("declared", ["body", "model", "mutation"])
+def test_a_number_beyond_int64_in_a_child_built_in_python_is_compared_as_the_server_stores_it(
+    kube: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    counter_kind: kinds.Kind,
+    declared: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Reconciler(GivenReconciler):
+        owns = (Counter,)
+
+        def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+            if declared == "mutation":
+                return [Mutated(ctx.cr, name=NAME)]
+            metadata = {"name": NAME, "namespace": ctx.cr.namespace}
+            body = {"apiVersion": Counter.api_version, "kind": Counter.kind, "metadata": metadata}
+            body["spec"] = big_spec(ctx.cr.raw_spec["size"])
+            return [Counter(ctx.cr, body=body if declared == "body" else CounterModel(**body))]
+
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    first = shared.reconcile_widget(Reconciler(), kube, widget_kind, namespace, NAME)
+    assert first.results.counts()[okt.Operation.CREATED] == 1, first.path_str
+    live = shared.get_child(kube, Counter.api_version, Counter.kind, namespace, NAME)
+    assert live is not None
+    if declared == "mutation":
+        assert live["spec"]["open"]["mutated"] == [18446744073709552000, {"float": 1152921504606847200}]
+    else:
+        assert live["spec"]["open"] == {
+            "computed": 123456789012345680000,
+            "huge": 1e22,
+            "float": 123456789012345670000,
+            "nested": [18446744073709552000, {"deep": -1.1805916207174113e21}],
+        }
+        assert live["spec"]["number"] == 123456789012345680000
     # A process started anew knows nothing of what the server made of its writes: the desired child alone must match.
     monkeypatch.setattr(drift_check, "SERVER_FORMS", drift_check.ServerForms())
     before = kube.stats.snapshot()

@@ -8,7 +8,9 @@ characters, a key with two slashes) fails a reconcile on every cluster whatever 
 
 Guarantees: :func:`check` raises :class:`okt.errors.Invalid` naming every refused field, or nothing; it changes
 nothing. Its causes are the API server's (one :class:`okt.errors.StatusCause` per refusal, with the field, the reason
-and ``Invalid value: "<value>": <why>``): okt reads them to tell a refused write from a lost race.
+and ``Invalid value: "<value>": <why>``): okt reads them to tell a refused write from a lost race. Each ``<why>`` is
+the server's own words, in its order (a length before a pattern), the pattern and its examples included, so a test
+matching a message passes on both.
 """
 
 from __future__ import annotations
@@ -19,29 +21,61 @@ from typing import Any
 
 from okt import errors
 from okt.kube import kinds
-from okt.testing import gotext
+from okt.testing import gotext, validation
 
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_SUBDOMAIN = _DNS_LABEL + r"(\." + _DNS_LABEL + ")*"
+_DNS_1035_LABEL = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_QUALIFIED_NAME = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_VALUE = f"({_QUALIFIED_NAME})?"
+_QUALIFIED_CHARACTERS = (
+    "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+)
+"""What a qualified name and a label value must, in the server's words."""
 _ANNOTATIONS_BYTES = 256 * 1024
 """The most bytes all of an object's annotations (keys and values) may take."""
 
 
-def _subdomain(name: str, most: int = 253) -> list[str]:
-    found = [] if _DNS_SUBDOMAIN.fullmatch(name) else ["a lowercase RFC 1123 subdomain"]
-    return found + ([f"must be no more than {most} characters"] if len(name) > most else [])
+def _regex_error(said: str, pattern: str, *examples: str) -> str:
+    """Go's ``validation.RegexError``: what a value must be, examples of it and the pattern it must match, in the
+    server's words (two spaces after each example's comma, as its code writes them)."""
+    shown = " or ".join(f"'{example}', " for example in examples)
+    return f"{said} (e.g. {shown}regex used for validation is '{pattern}')"
+
+
+def _too_long(most: int) -> str:
+    return f"must be no more than {most} characters"
+
+
+def _matching(value: str, most: int, pattern: str, said: str, *examples: str) -> list[str]:
+    """What the server says of ``value`` that must match ``pattern`` and take at most ``most`` characters: its
+    length first, as ``IsDNS1123Label`` and the rest check them."""
+    found = [_too_long(most)] if len(value) > most else []
+    return found + ([] if re.fullmatch(pattern, value) else [_regex_error(said, pattern, *examples)])
+
+
+def _subdomain(name: str) -> list[str]:
+    said = (
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+        "start and end with an alphanumeric character"
+    )
+    return _matching(name, 253, _DNS_SUBDOMAIN, said, "example.com")
 
 
 def _dns_label(name: str) -> list[str]:
-    found = [] if _DNS_LABEL.fullmatch(name) else ["a lowercase RFC 1123 label"]
-    return found + (["must be no more than 63 characters"] if len(name) > 63 else [])
+    said = (
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "
+        "end with an alphanumeric character"
+    )
+    return _matching(name, 63, _DNS_LABEL, said, "my-name", "123-abc")
 
 
 def _dns_1035_label(name: str) -> list[str]:
-    found = [] if _DNS_1035_LABEL.fullmatch(name) else ["a DNS-1035 label (a letter first)"]
-    return found + (["must be no more than 63 characters"] if len(name) > 63 else [])
+    said = (
+        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+        "character, and end with an alphanumeric character"
+    )
+    return _matching(name, 63, _DNS_1035_LABEL, said, "my-name", "abc-123")
 
 
 def _path_segment(name: str) -> list[str]:
@@ -51,8 +85,9 @@ def _path_segment(name: str) -> list[str]:
 
 
 def _cron_job_name(name: str) -> list[str]:
-    """A CronJob's Jobs are named after it with an 11-character suffix, within the 63 of a label value."""
-    return _subdomain(name, 52)
+    """A CronJob's Jobs are named after it with an 11-character suffix, within the 63 of a label value: checked after
+    the name is checked as any other (a DNS subdomain)."""
+    return _subdomain(name) + ([_too_long(52)] if len(name) > 52 else [])
 
 
 # Each kind's rule for its names where it is not a DNS subdomain (custom resources' and most kinds' rule).
@@ -72,22 +107,28 @@ _NAME_RULES: dict[tuple[str, str], Callable[[str], list[str]]] = {
 
 
 def _qualified_name(key: str) -> list[str]:
-    """A label's or an annotation's key: a name of at most 63 characters, after a DNS subdomain and a ``/``."""
+    """A label's or an annotation's key, as Go's ``IsQualifiedName`` words what is wrong with it: a name of at most
+    63 characters, after a DNS subdomain and a ``/``."""
     parts = key.split("/")
+    examples = ("MyName", "my.name", "123-abc")
+    characters = _regex_error(f"must {_QUALIFIED_CHARACTERS}", _QUALIFIED_NAME, *examples)
     if len(parts) > 2:
-        return ["a qualified name has one '/' at most"]
+        said = _regex_error(f"a qualified name must {_QUALIFIED_CHARACTERS}", _QUALIFIED_NAME, *examples)
+        return [f"{said} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
     *prefix, name = parts
     found = [f"prefix part {why}" for p in prefix for why in (_subdomain(p) if p else ["must be non-empty"])]
-    if not _QUALIFIED_NAME.fullmatch(name):
-        found.append("name part must be alphanumeric characters, '-', '_' or '.', alphanumeric at each end")
-    if len(name) > 63:
-        found.append("name part must be no more than 63 characters")
+    if not name:
+        found.append("name part must be non-empty")
+    elif len(name) > 63:
+        found.append(f"name part {_too_long(63)}")
+    if not re.fullmatch(_QUALIFIED_NAME, name):
+        found.append(f"name part {characters}")
     return found
 
 
 def _label_value(value: str) -> list[str]:
-    found = [] if not value or _QUALIFIED_NAME.fullmatch(value) else ["not a valid label value"]
-    return found + (["must be no more than 63 characters"] if len(value) > 63 else [])
+    said = f"a valid label must be an empty string or {_QUALIFIED_CHARACTERS}"
+    return _matching(value, 63, _LABEL_VALUE, said, "MyValue", "my_value", "12345")
 
 
 def check(kind: kinds.Kind, meta: Mapping[str, Any], *, name: bool = True) -> None:
@@ -105,8 +146,9 @@ def check(kind: kinds.Kind, meta: Mapping[str, Any], *, name: bool = True) -> No
         value = str(meta.get("name", ""))
         found += [("metadata.name", value, why) for why in rule(value)]
     labels = meta.get("labels") or {}
-    found += [("metadata.labels", key, why) for key in labels for why in _qualified_name(key)]
-    found += [("metadata.labels", value, why) for value in labels.values() for why in _label_value(str(value))]
+    for key, value in labels.items():
+        found += [("metadata.labels", key, why) for why in _qualified_name(key)]
+        found += [("metadata.labels", value, why) for why in _label_value(str(value))]
     annotations = meta.get("annotations") or {}
     found += [("metadata.annotations", key, why) for key in annotations for why in _qualified_name(key.lower())]
     for index, finalizer in enumerate(meta.get("finalizers") or ()):
@@ -130,9 +172,9 @@ def check(kind: kinds.Kind, meta: Mapping[str, Any], *, name: bool = True) -> No
         )
     if causes:
         said = ", ".join(f"{cause.field}: {cause.message}" for cause in causes)
-        raise errors.ApiError.from_status(
-            422, "Invalid", f'{kind.kind} "{meta.get("name", "")}" is invalid: {said}', causes=causes
-        )
+        said = said if len(causes) == 1 else f"[{said}]"
+        opening = validation.invalid(kind, {"metadata": meta})
+        raise errors.ApiError.from_status(422, "Invalid", f"{opening}: {said}", causes=causes)
 
 
 _STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})

@@ -422,6 +422,112 @@ def test_labels_and_annotations_the_api_server_allows_are_kept(api: Api, verb: s
     assert (written["metadata"]["labels"], written["metadata"]["annotations"]) == (labels, annotations)
 
 
+QUALIFIED = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+    "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+SUBDOMAIN = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and "
+    "end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+LABEL_VALUE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and "
+    "end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+DNS_1035 = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, "
+    "and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is "
+    "'[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+DNS_LABEL = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end "
+    "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+
+
+@pytest.mark.parametrize(
+    ("kind", "metadata", "said"),
+    [
+        ("ConfigMap", {"labels": {"a": "x y"}}, [("metadata.labels", f'"x y": {LABEL_VALUE}')]),
+        (
+            "ConfigMap",
+            {"labels": {"a": "-" + "x" * 63}},
+            [
+                ("metadata.labels", f'"-{"x" * 63}": {why}')
+                for why in ("must be no more than 63 characters", LABEL_VALUE)
+            ],
+        ),
+        ("ConfigMap", {"labels": {"-a": "x"}}, [("metadata.labels", f'"-a": name part {QUALIFIED}')]),
+        (
+            "ConfigMap",
+            {"labels": {"": "x"}},
+            [("metadata.labels", f'"": name part {why}') for why in ("must be non-empty", QUALIFIED)],
+        ),
+        (
+            "ConfigMap",
+            {"labels": {"a/b/c": "x"}},
+            [
+                (
+                    "metadata.labels",
+                    f"\"a/b/c\": a qualified name {QUALIFIED} with an optional DNS subdomain prefix and '/' (e.g. "
+                    "'example.com/MyName')",
+                )
+            ],
+        ),
+        ("ConfigMap", {"labels": {"Up/a": "x"}}, [("metadata.labels", f'"Up/a": prefix part {SUBDOMAIN}')]),
+        (
+            "ConfigMap",
+            {"annotations": {"Up.Case/-k": "x"}},
+            [("metadata.annotations", f'"Up.Case/-k": name part {QUALIFIED}')],
+        ),
+        ("ConfigMap", {"name": "Upper"}, [("metadata.name", f'"Upper": {SUBDOMAIN}')]),
+        ("Service", {"name": "1a"}, [("metadata.name", f'"1a": {DNS_1035}')]),
+        ("Namespace", {"name": "a.b"}, [("metadata.name", f'"a.b": {DNS_LABEL}')]),
+        ("Role", {"name": "a/b"}, [("metadata.name", "\"a/b\": may not contain '/'")]),
+        (
+            "CronJob",
+            {"name": "A" * 53},
+            [("metadata.name", f'"{"A" * 53}": {why}') for why in (SUBDOMAIN, "must be no more than 52 characters")],
+        ),
+    ],
+    ids=[
+        "label-value",
+        "label-value-long-and-dash-first",
+        "label-key-name",
+        "label-key-empty",
+        "label-key-two-slashes",
+        "label-key-prefix",
+        "annotation-key",
+        "name-subdomain",
+        "name-service",
+        "name-namespace",
+        "name-role",
+        "name-cron-job",
+    ],
+)
+def test_a_refused_name_label_or_annotation_is_worded_as_the_api_server_words_it(
+    api: Api, kind: str, metadata: dict[str, Any], said: list[tuple[str, str]]
+) -> None:
+    served, fields = NAMED.get(kind) or (kinds.NAMESPACE, {})
+    body = {"apiVersion": served.api_version, "kind": served.kind, "metadata": {"name": "c", **metadata}, **fields}
+    if served.namespaced:
+        body["metadata"]["namespace"] = api.namespace
+    with pytest.raises(errors.Invalid) as raised:
+        api.client.create(body)
+
+    group = served.api_version.rpartition("/")[0]
+    listed = ", ".join(f"{field}: Invalid value: {why}" for field, why in said)
+    opening = f'{served.kind}{"." + group if group else ""} "{body["metadata"]["name"]}" is invalid'
+    assert [(cause.reason, cause.field, cause.message) for cause in raised.value.causes] == [
+        ("FieldValueInvalid", field, f"Invalid value: {why}") for field, why in said
+    ]
+    assert raised.value.api_message == f"{opening}: {listed if len(said) == 1 else f'[{listed}]'}"
+
+
 def refuse(api: Api, refusal: str) -> None:
     """Send the write ``refusal`` names, which the API server refuses with a 422."""
     if refusal == "name":

@@ -50,7 +50,8 @@ What it does as the API server does:
   an update of a custom resource names no ``metadata.resourceVersion``, a create names no object (neither ``name`` nor
   ``generateName``), or a write holds a name, a label, an annotation, a finalizer or an owner reference the API server
   refuses (its rules in ``okt.testing.metadata``: ``Cache-Config``, a Service named ``1a``, a label value of 64
-  characters, a finalizer ``clean up``, an owner reference without a uid, a second controller reference);
+  characters, a finalizer ``clean up``, an owner reference without a uid, a second controller reference), each in the
+  server's words (``a valid label must be an empty string or consist of ... regex used for validation is ...``);
 * every kind has a status subresource (on the API server, a ConfigMap's or a Secret's ``/status``, or that of a custom
   resource whose CRD declares none, is a 404, and the latter's status is written with the object): writes to the object
   leave ``status`` alone, writes to ``status`` change nothing else, a create drops the status it is given;
@@ -80,7 +81,12 @@ What it does as the API server does:
   the strategy holds a ``rollingUpdate`` the server writes its address, which the fake cannot match), each unnamed port
   of a Service of several (``spec.ports[1].name: Required value``) and a ``nodePort`` on a ``ClusterIP`` Service
   (``spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'``), named by a create or kept by an
-  update that makes it ``ClusterIP`` while it changes a node port; a ``null`` written in a field of the defaults'
+  update that makes it ``ClusterIP`` while it changes a node port, an unknown ``externalTrafficPolicy`` and one on a
+  Service neither ``NodePort`` nor ``LoadBalancer`` (``spec.externalTrafficPolicy: Invalid value: "Local":
+  ExternalTrafficPolicy can only be set on NodePort and LoadBalancer service``: checked, as the server checks it, once
+  the rest passes), and a Deployment's or a StatefulSet's ``selector`` left out or not selecting its Pods' template
+  (``spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}: `selector` does not match
+  template `labels` ``); a ``null`` written in a field of the defaults'
   table is left out, as the server decodes it (``strategy: {type: Recreate, rollingUpdate: null}`` is stored
   ``{type: Recreate}``), and so is a ``""`` in a string field of that table, which Go holds in no pointer
   (``strategy: {type: ""}`` is a ``RollingUpdate`` strategy);
@@ -89,15 +95,16 @@ What it does as the API server does:
   leaves them out; a node port named that another Service holds (a node port or a health check node port) is the
   server's 422 (``spec.ports[0].nodePort: Invalid value: 30100: provided port is already allocated``), one named twice
   in a Service its ``Duplicate value``, on a create and on an update alike; a port is free again once its Service is
-  deleted, names another, or is made ``ClusterIP`` or ``ExternalName`` (which drops its node ports and its
-  ``externalTrafficPolicy`` where the write left them as they were, as the server does); a ``healthCheckNodePort``
-  named that a Service holds (this one's node ports included) is the server's 500 (``Internal error occurred: failed
-  to allocate requested HealthCheck NodePort 30100: provided port is already allocated``), an update that changes it
-  or leaves it out (but an apply, which keeps it) its 422 (``spec.healthCheckNodePort: Invalid value: 0: cannot
-  change healthCheckNodePort on loadBalancer service with externalTraffic=Local during update``), one on a Service
-  other than a ``LoadBalancer`` of ``externalTrafficPolicy: Local`` its 422 (``HealthCheckNodePort can only be set
-  on LoadBalancer service with ExternalTrafficPolicy=Local``); an update that makes a Service need none (of another
-  type, or ``externalTrafficPolicy: Cluster``) drops it, whatever the write said;
+  deleted, names another, or is made ``ClusterIP`` or ``ExternalName`` (which drops its node ports where the write
+  left them as they were, and its ``externalTrafficPolicy`` whatever the write said, as the server does); a
+  ``healthCheckNodePort`` named that a Service holds (this one's node ports included) is the server's 500
+  (``Internal error occurred: failed to allocate requested HealthCheck NodePort 30100: provided port is already
+  allocated``), an update that changes it or leaves it out (but an apply, which keeps it) its 422
+  (``spec.healthCheckNodePort: Invalid value: 0: cannot change healthCheckNodePort on loadBalancer service with
+  externalTraffic=Local during update``), one on a Service other than a ``LoadBalancer`` of ``externalTrafficPolicy:
+  Local`` its 422 (``HealthCheckNodePort can only be set on LoadBalancer service with ExternalTrafficPolicy=Local``);
+  an update that makes a Service need none (of another type, or ``externalTrafficPolicy: Cluster``) drops it,
+  whatever the write said;
 * a Secret's ``stringData`` is written into its ``data`` (base64, over the value ``data`` holds under the key) by
   every write and never stored nor answered; a value that is not a string is refused as each verb refuses it (400 for
   a create or an update, 422 for a patch, 500 for an apply on Kubernetes 1.20);
@@ -778,7 +785,9 @@ class FakeClient(kube_client.Client):
         """What the API server does to ``new``, defaulted, before it stores it in place of ``live`` (None: a create),
         whichever verb wrote it: refuse what its validation refuses (:mod:`okt.testing.validation`'s table); give a
         Service its cluster IP, or keep it (:mod:`okt.testing.services`), refuse a node port it names that another
-        Service holds, and give one to each of its ports that names none.
+        Service holds, and give one to each of its ports that names none; then refuse what the server's validation
+        refuses only once it has allocated them (an ``externalTrafficPolicy`` or a ``healthCheckNodePort`` its
+        type may not hold).
 
         Raises:
             okt.errors.Invalid: ``new`` is refused (nothing is written).
@@ -795,6 +804,9 @@ class FakeClient(kube_client.Client):
         services.claim_node_ports(new, others, services.node_ports(live or {}))
         services.claim_health_check_port(live, new, others)
         services.allocate_node_ports(new, self._node_ports())
+        if live is not None:
+            services.drop_external_traffic_policy(live, new)
+        validation.check(kind, new, allocated=True)
 
     def _cluster_ips(self) -> set[str]:
         """The cluster IPs the stored Services hold: none is allocated twice."""

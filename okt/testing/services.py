@@ -221,6 +221,16 @@ def settle(live: Mapping[str, Any], new: dict[str, Any], in_use: Collection[str]
         allocate(new, in_use)
 
 
+def drop_external_traffic_policy(live: Mapping[str, Any], new: dict[str, Any]) -> None:
+    """What an update making a Service neither ``NodePort`` nor ``LoadBalancer`` does to its
+    ``externalTrafficPolicy`` once it has passed validation, before the server checks what its type may hold
+    (Kubernetes 1.20's ``externalTrafficPolicyUpdate``): drops it, even one the write changed (which :func:`settle`
+    keeps, so that an unknown one is refused first)."""
+    was, now = live.get("spec") or {}, new.get("spec")
+    if isinstance(now, dict) and was.get("type") in _THROUGH_NODES and now.get("type") not in _THROUGH_NODES:
+        now.pop("externalTrafficPolicy", None)
+
+
 def _drop_type_dependent(was: Mapping[str, Any], now: dict[str, Any]) -> None:
     old_type, new_type = was.get("type"), now.get("type")
     if old_type in _THROUGH_NODES and new_type not in _THROUGH_NODES:

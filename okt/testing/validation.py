@@ -8,8 +8,10 @@ makes the strategy ``Recreate`` and leaves the ``rollingUpdate`` there is a 422 
 Forbidden: may not be specified when strategy `type` is 'Recreate'``) — an update must drop it, a merge patch set it to
 ``null``. So are a StatefulSet's ``OnDelete`` strategy with a ``rollingUpdate``, its strategy of an unknown ``type``,
 its unknown ``podManagementPolicy`` and its negative ``partition``, a Deployment's strategy of an unknown
-``type``, a Service of several ports one of which is unnamed, and a ``ClusterIP`` Service holding a ``nodePort`` (which
-an update making it ``ClusterIP`` keeps when it changes one). A fake that stored them would let a reconciler pass its
+``type``, a Deployment or a StatefulSet whose ``selector`` does not select its Pods' template (whose Pods it would
+never own), a Service of several ports one of which is unnamed, a ``ClusterIP`` Service holding a ``nodePort`` (which
+an update making it ``ClusterIP`` keeps when it changes one), and an ``externalTrafficPolicy`` unknown or on a Service
+not reached through its nodes' ports. A fake that stored them would let a reconciler pass its
 unit tests that fails on every cluster. :class:`okt.testing.FakeClient` checks each object it is about to store, once
 its defaults are filled in (:mod:`okt.testing.defaults`) and, for an update of a Service, the fields of the type it no
 longer is dropped (:func:`okt.testing.services.settle`), against one table, :data:`RULES`
@@ -42,12 +44,15 @@ class Rule:
     ``path`` names the field from the object's root (:data:`EACH` for every item of a list); ``broken`` answers,
     given the whole object and the field's value (None where it is left out: the server decodes a ``null`` so), whether
     it is refused there; ``message`` is what the server says of it, or a function of the value answering it.
+    ``allocated`` marks a rule the server checks only once the others pass and it has allocated a Service's ports
+    (``ValidateServiceExternalTrafficFieldsCombination``): its refusal comes alone, never beside another's.
     """
 
     path: tuple[str, ...]
     reason: str
     broken: Callable[[Mapping[str, Any], Any], bool]
     message: str | Callable[[Any], str]
+    allocated: bool = False
 
 
 def _at(obj: Mapping[str, Any], *path: str) -> Any:
@@ -96,8 +101,58 @@ def needs_health_check(service: Mapping[str, Any]) -> bool:
     )
 
 
+def _selects(selector: Any, labels: Any) -> bool:
+    """Whether a workload's ``selector`` (a ``LabelSelector``) selects the ``labels`` of its Pods' template, as the
+    server reads it: none selects nothing, an empty one everything (refused on its own, not as a mismatch). One it
+    cannot read (an unknown operator) is taken to select them: the server refuses it in other words, which the fake
+    does not give."""
+    if selector is None:
+        return False
+    if not isinstance(selector, Mapping):
+        return True
+    given = {str(key): str(value) for key, value in (labels or {}).items()} if isinstance(labels, Mapping) else {}
+    expressions = [
+        {"key": key, "operator": "In", "values": [value]} for key, value in (selector.get("matchLabels") or {}).items()
+    ]
+    for expression in [*expressions, *(selector.get("matchExpressions") or ())]:
+        key, operator = str(expression.get("key")), expression.get("operator")
+        values = {str(value) for value in expression.get("values") or ()}
+        held = {
+            "In": key in given and given[key] in values,
+            "NotIn": given.get(key) not in values,
+            "Exists": key in given,
+            "DoesNotExist": key not in given,
+        }.get(str(operator), True)
+        if not held:
+            return False
+    return True
+
+
+def _template_labels(labels: Any) -> str:
+    """The server's words for Pod template labels its selector does not select: Go's ``%#v`` of the map, its keys in
+    order."""
+    if not isinstance(labels, Mapping):
+        return "map[string]string(nil)"
+    written = ", ".join(f"{gotext.quote(str(key))}:{gotext.quote(str(value))}" for key, value in sorted(labels.items()))
+    return f"map[string]string{{{written}}}"
+
+
+_SELECTOR_RULES = (
+    Rule(("spec", "selector"), "FieldValueRequired", lambda obj, selector: selector is None, "Required value"),
+    # The one workload whose Pods its own selector does not select would own none of them, and start more forever.
+    Rule(
+        ("spec", "template", "metadata", "labels"),
+        "FieldValueInvalid",
+        lambda obj, labels: not _selects(_at(obj, "spec", "selector"), labels),
+        lambda labels: f"Invalid value: {_template_labels(labels)}: `selector` does not match template `labels`",
+    ),
+)
+"""A Deployment's or a StatefulSet's selector must be given, and select the labels of its Pods' template."""
+
+
 RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
     ("apps/v1", "Deployment"): (
+        *_SELECTOR_RULES,
         Rule(
             ("spec", "strategy"),
             "FieldValueNotSupported",
@@ -140,6 +195,7 @@ RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
             ),
             lambda partition: f"Invalid value: {partition}: must be greater than or equal to 0",
         ),
+        *_SELECTOR_RULES,
     ),
     ("v1", "Service"): (
         # One port may go unnamed; of several, each is told from the others by its name (an endpoint's port names it).
@@ -149,8 +205,33 @@ RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
             lambda obj, name: not name and len(_at(obj, "spec", "ports") or ()) > 1,
             "Required value",
         ),
-        # Checked by the server after its allocations (ValidateServiceExternalTrafficFieldsCombination); an update
-        # that makes a Service need no health check port drops it first (services.settle).
+        # An update making a Service ClusterIP while it changes a node port keeps them all (services.settle).
+        Rule(
+            ("spec", "ports", EACH, "nodePort"),
+            "FieldValueForbidden",
+            lambda obj, port: bool(port) and _at(obj, "spec", "type") == "ClusterIP",
+            "Forbidden: may not be used when `type` is 'ClusterIP'",
+        ),
+        Rule(
+            ("spec", "externalTrafficPolicy"),
+            "FieldValueInvalid",
+            lambda obj, policy: bool(policy) and policy not in ("Cluster", "Local"),
+            lambda policy: (
+                f"Invalid value: {gotext.value(policy)}: ExternalTrafficPolicy must be empty, Cluster or Local"
+            ),
+        ),
+        # An update making a Service neither NodePort nor LoadBalancer drops the policy it leaves as it was, and the
+        # health check port it no longer needs, first (services.settle).
+        Rule(
+            ("spec", "externalTrafficPolicy"),
+            "FieldValueInvalid",
+            lambda obj, policy: bool(policy) and _at(obj, "spec", "type") not in ("NodePort", "LoadBalancer"),
+            lambda policy: (
+                f"Invalid value: {gotext.value(policy)}: ExternalTrafficPolicy can only be set on NodePort and "
+                "LoadBalancer service"
+            ),
+            allocated=True,
+        ),
         Rule(
             ("spec", "healthCheckNodePort"),
             "FieldValueInvalid",
@@ -159,13 +240,7 @@ RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
                 f"Invalid value: {port}: HealthCheckNodePort can only be set on LoadBalancer service with "
                 "ExternalTrafficPolicy=Local"
             ),
-        ),
-        # An update making a Service ClusterIP while it changes a node port keeps them all (services.settle).
-        Rule(
-            ("spec", "ports", EACH, "nodePort"),
-            "FieldValueForbidden",
-            lambda obj, port: bool(port) and _at(obj, "spec", "type") == "ClusterIP",
-            "Forbidden: may not be used when `type` is 'ClusterIP'",
+            allocated=True,
         ),
     ),
 }
@@ -196,9 +271,10 @@ def check_apply(kind: kinds.Kind, body: Mapping[str, Any], schema: list_keys.Sch
         raise errors.ApiError.from_status(500, "InternalError", f"failed to create typed patch object: {found}")
 
 
-def check(kind: kinds.Kind, obj: Mapping[str, Any]) -> None:
+def check(kind: kinds.Kind, obj: Mapping[str, Any], *, allocated: bool = False) -> None:
     """Refuse ``obj`` (an object of ``kind``, as it would be stored: defaults filled in) as the API server's
-    validation would, where it breaks a rule of :data:`RULES`.
+    validation would, where it breaks a rule of :data:`RULES`: those checked before it allocates anything, or, if
+    ``allocated``, those checked once a Service's node ports are (:attr:`Rule.allocated`).
 
     Raises:
         okt.errors.Invalid: naming every refused field, one cause each, in the API server's words (several bracketed,
@@ -207,6 +283,7 @@ def check(kind: kinds.Kind, obj: Mapping[str, Any]) -> None:
     causes = [
         errors.StatusCause(rule.reason, rule.message if isinstance(rule.message, str) else rule.message(value), field)
         for rule in RULES.get((kind.api_version, kind.kind), ())
+        if rule.allocated == allocated
         for field, value in _fields(obj, rule.path)
         if rule.broken(obj, value)
     ]

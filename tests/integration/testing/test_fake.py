@@ -1492,6 +1492,72 @@ def test_a_null_rolling_update_is_left_out_then_defaulted_only_for_a_rolling_upd
     assert recreate["spec"]["strategy"] == {"type": "Recreate"}
 
 
+NOT_SELECTED = "`selector` does not match template `labels`"
+
+
+@pytest.mark.parametrize(
+    ("kind", "spec", "causes"),
+    [
+        (
+            "Deployment",
+            {"template": {"metadata": {"labels": {"tier": "web", "app": "other"}}}},
+            [
+                (
+                    "spec.template.metadata.labels",
+                    f'Invalid value: map[string]string{{"app":"other", "tier":"web"}}: {NOT_SELECTED}',
+                )
+            ],
+        ),
+        (
+            "Deployment",
+            {"template": {"metadata": {}}},
+            [("spec.template.metadata.labels", f"Invalid value: map[string]string(nil): {NOT_SELECTED}")],
+        ),
+        (
+            "Deployment",
+            {"selector": {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["d"]}]}},
+            [("spec.template.metadata.labels", f'Invalid value: map[string]string{{"app":"d"}}: {NOT_SELECTED}')],
+        ),
+        (
+            "StatefulSet",
+            {"selector": None},
+            [
+                ("spec.selector", "Required value"),
+                ("spec.template.metadata.labels", f'Invalid value: map[string]string{{"app":"d"}}: {NOT_SELECTED}'),
+            ],
+        ),
+    ],
+    ids=["other-labels", "no-labels", "not-in", "stateful-set-without-selector"],
+)
+def test_a_workload_whose_selector_does_not_select_its_pod_template_is_invalid(
+    api: Api, kind: str, spec: dict[str, Any], causes: list[tuple[str, str]]
+) -> None:
+    body = _deployment(api) if kind == "Deployment" else _stateful_set(api)
+    template = body["spec"]["template"]
+    body["spec"] |= {**spec, "template": {**template, **spec.get("template", {})}}
+    with pytest.raises(errors.Invalid) as raised:
+        api.client.create(body)
+
+    assert [(cause.field, cause.message) for cause in raised.value.causes] == causes
+    listed = ", ".join(f"{field}: {message}" for field, message in causes)
+    assert raised.value.api_message == (f'{kind}.apps "d" is invalid: {listed if len(causes) == 1 else f"[{listed}]"}')
+
+
+def test_a_selector_matching_its_pod_template_by_expressions_is_kept(api: Api) -> None:
+    selector = {
+        "matchLabels": {"app": "d"},
+        "matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["web", "api"]},
+            {"key": "canary", "operator": "DoesNotExist"},
+            {"key": "app", "operator": "Exists"},
+        ],
+    }
+    body = _deployment(api, selector=selector)
+    body["spec"]["template"]["metadata"]["labels"] = {"app": "d", "tier": "web"}
+
+    assert api.client.create(body)["spec"]["selector"] == selector
+
+
 def test_a_deployment_strategy_of_an_unknown_type_is_not_supported(api: Api) -> None:
     unsupported = (
         'Unsupported value: apps.DeploymentStrategy{Type:"Blue", RollingUpdate:(*apps.RollingUpdateDeployment)(nil)}: '
@@ -1542,6 +1608,85 @@ def test_a_service_made_cluster_ip_while_the_write_changes_its_node_port_is_inva
         ("FieldValueForbidden", "spec.ports[0].nodePort", forbidden)
     ]
     assert raised.value.api_message == f'Service "a" is invalid: spec.ports[0].nodePort: {forbidden}'
+
+
+ONLY_THROUGH_NODES = "ExternalTrafficPolicy can only be set on NodePort and LoadBalancer service"
+
+
+@pytest.mark.parametrize(
+    ("spec", "causes"),
+    [
+        (
+            {"externalTrafficPolicy": "Local"},
+            [("spec.externalTrafficPolicy", f'Invalid value: "Local": {ONLY_THROUGH_NODES}')],
+        ),
+        (
+            {"clusterIP": "None", "externalTrafficPolicy": "Cluster"},
+            [("spec.externalTrafficPolicy", f'Invalid value: "Cluster": {ONLY_THROUGH_NODES}')],
+        ),
+        (
+            {"type": "ExternalName", "externalName": "example.com", "externalTrafficPolicy": "Cluster"},
+            [("spec.externalTrafficPolicy", f'Invalid value: "Cluster": {ONLY_THROUGH_NODES}')],
+        ),
+        (
+            {"type": "NodePort", "externalTrafficPolicy": "Nearest"},
+            [
+                (
+                    "spec.externalTrafficPolicy",
+                    'Invalid value: "Nearest": ExternalTrafficPolicy must be empty, Cluster or Local',
+                )
+            ],
+        ),
+        (
+            # Checked once the rest passes, so never beside another refusal.
+            {"externalTrafficPolicy": "Local", "ports": [{"port": 80}, {"port": 81}]},
+            [(f"spec.ports[{index}].name", "Required value") for index in (0, 1)],
+        ),
+        (
+            {"externalTrafficPolicy": "Local", "healthCheckNodePort": 31999},
+            [
+                ("spec.externalTrafficPolicy", f'Invalid value: "Local": {ONLY_THROUGH_NODES}'),
+                (
+                    "spec.healthCheckNodePort",
+                    "Invalid value: 31999: HealthCheckNodePort can only be set on LoadBalancer service with "
+                    "ExternalTrafficPolicy=Local",
+                ),
+            ],
+        ),
+    ],
+    ids=["cluster-ip", "headless", "external-name", "unknown", "after-the-rest", "with-a-health-check-port"],
+)
+def test_an_external_traffic_policy_is_invalid_but_known_and_on_a_service_reached_through_its_nodes(
+    api: Api, spec: dict[str, Any], causes: list[tuple[str, str]]
+) -> None:
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": api.namespace}}
+    with pytest.raises(errors.Invalid) as raised:
+        api.client.create({**service, "spec": {"ports": [{"port": 80}], **spec}})
+
+    assert [(cause.field, cause.message) for cause in raised.value.causes] == causes
+    assert api.client.get_or_none(SERVICE, "s", api.namespace) is None
+
+
+def test_a_service_made_cluster_ip_loses_its_external_traffic_policy_even_one_the_write_changes(api: Api) -> None:
+    api.client.create({**_node_port_service(api, "a", None), "spec": {"type": "NodePort", "ports": [{"port": 80}]}})
+    try:
+        with pytest.raises(errors.Invalid) as unknown:
+            api.client.patch(
+                SERVICE, "a", {"spec": {"type": "ClusterIP", "externalTrafficPolicy": "Nearest"}}, api.namespace
+            )
+        made = api.client.patch(
+            SERVICE, "a", {"spec": {"type": "ClusterIP", "externalTrafficPolicy": "Local"}}, api.namespace
+        )
+        with pytest.raises(errors.Invalid) as set_again:
+            api.client.patch(SERVICE, "a", {"spec": {"externalTrafficPolicy": "Local"}}, api.namespace)
+    finally:
+        api.client.delete(SERVICE, "a", api.namespace)  # frees its node port and cluster IP for the next run
+
+    assert [cause.field for cause in unknown.value.causes] == ["spec.externalTrafficPolicy"]
+    assert "externalTrafficPolicy" not in made["spec"]
+    assert set_again.value.api_message == (
+        f'Service "a" is invalid: spec.externalTrafficPolicy: Invalid value: "Local": {ONLY_THROUGH_NODES}'
+    )
 
 
 def test_a_stateful_set_deleted_pod_by_pod_may_not_hold_a_rolling_update_even_the_defaulted_one(api: Api) -> None:

@@ -557,7 +557,8 @@ def test_a_forced_apply_takes_another_manager_s_field_which_then_conflicts_with_
 def test_an_apply_without_force_conflicts_on_a_field_of_another_manager_s_keyed_list_item(fake: FakeClient) -> None:
     def deployment(*images: str) -> dict[str, Any]:
         containers = [{"name": image.partition(":")[0], "image": image} for image in images]
-        spec = {"selector": {"matchLabels": {"app": "d"}}, "template": {"spec": {"containers": containers}}}
+        template = {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": containers}}
+        spec = {"selector": {"matchLabels": {"app": "d"}}, "template": template}
         meta = {"name": "d", "namespace": "ns"}
         return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec}
 
@@ -972,7 +973,12 @@ _IMMUTABLE_SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": 
 @pytest.mark.parametrize(
     ("created", "change", "refused"),
     [
-        (_workload("Deployment", "a"), {"spec": {"selector": {"matchLabels": {"app": "b"}}}}, ["spec.selector"]),
+        (
+            _workload("Deployment", "a"),
+            # Its Pods relabelled with it: a selector that selects none of them is refused first.
+            {"spec": {"selector": {"matchLabels": {"app": "b"}}, "template": {"metadata": {"labels": {"app": "b"}}}}},
+            ["spec.selector"],
+        ),
         (_workload("ReplicaSet", "a"), {"spec": {"selector": {"matchLabels": {"app": "b"}}}}, ["spec.selector"]),
         (_workload("DaemonSet", "a"), {"spec": {"selector": {"matchLabels": {"app": "b"}}}}, ["spec.selector"]),
         (_workload("StatefulSet", "a"), {"spec": {"volumeClaimTemplates": [{"metadata": {"name": "d"}}]}}, ["spec"]),
@@ -1213,7 +1219,8 @@ def test_a_job_s_completions_spelt_out_as_the_server_defaulted_them_are_no_chang
 def test_a_write_spelling_out_a_default_or_a_quantity_otherwise_is_no_change(fake: FakeClient) -> None:
     container = {"name": "c", "image": "app:1", "resources": {"requests": {"cpu": "1000m"}}}
     template = {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [container]}}
-    body = {**_CM, "apiVersion": "apps/v1", "kind": "Deployment", "spec": {"template": template}}
+    spec = {"selector": {"matchLabels": {"app": "a"}}, "template": template}
+    body = {**_CM, "apiVersion": "apps/v1", "kind": "Deployment", "spec": spec}
     created = fake.apply(body, field_manager="a")
     spelt = copy.deepcopy(body)
     spelt["spec"]["strategy"] = {"type": "RollingUpdate"}

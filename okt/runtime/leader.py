@@ -160,6 +160,8 @@ class LeaderElector:
         retry_period: the wait between tries (jittered up to ``JITTER`` times more).
         on_started_leading: called when this candidate becomes the leader.
         on_stopped_leading: called when it stops being the leader (lost or released).
+        clock: the seconds the lease is measured on (:func:`clock`; tests drive their own — the waits still use real
+            time).
 
     Raises:
         ValueError: the durations break ``lease_duration > renew_deadline > retry_period > 0`` (see
@@ -177,6 +179,8 @@ class LeaderElector:
         retry_period: float = 2.0,
         on_started_leading: Callable[[], None] | None = None,
         on_stopped_leading: Callable[[], None] | None = None,
+        *,
+        clock: Callable[[], float] = clock,
     ) -> None:
         check_timing(lease_duration, renew_deadline, retry_period)
         if not identity:
@@ -190,6 +194,7 @@ class LeaderElector:
         self.retry_period = retry_period
         self._on_started = on_started_leading
         self._on_stopped = on_stopped_leading
+        self._clock = clock
         self._request_timeout = max(lease_duration - renew_deadline, 1.0)
         self._lease_seconds = max(math.ceil(lease_duration), 1)  # the API field is whole seconds
         self._lock = threading.Lock()
@@ -245,7 +250,7 @@ class LeaderElector:
         reads it again succeeds (the next attempt comes at once).
         """
         with self._lock:
-            return self._leading and not self._contested and clock() - self._renewed_at < self.renew_deadline
+            return self._leading and not self._contested and self._clock() - self._renewed_at < self.renew_deadline
 
     def write_time_left(self) -> float:
         """Seconds this process may still write, from now: until its renew deadline, counted from its last renewal as
@@ -255,7 +260,7 @@ class LeaderElector:
         with self._lock:
             if not self._leading or self._contested:
                 return 0.0
-            return max(self.renew_deadline - (clock() - self._renewed_at), 0.0)
+            return max(self.renew_deadline - (self._clock() - self._renewed_at), 0.0)
 
     def others_wait(self) -> float:
         """Seconds from now before another replica may take the lease this one held and lost: the lease's duration
@@ -266,14 +271,14 @@ class LeaderElector:
             holder = self._observed[0] if self._observed else ""
             if holder != self.identity:
                 return 0.0
-            return max(self.lease_duration - (clock() - self._renewed_at), 0.0)
+            return max(self.lease_duration - (self._clock() - self._renewed_at), 0.0)
 
     @property
     def healthy(self) -> bool:
         """Whether the API server answered one of our lease requests recently (a healthy standby or leader)."""
         with self._lock:
             contact = self._last_contact
-        return contact > 0 and clock() - contact < self.lease_duration + self.retry_period * JITTER
+        return contact > 0 and self._clock() - contact < self.lease_duration + self.retry_period * JITTER
 
     @property
     def failure(self) -> str:
@@ -375,7 +380,7 @@ class LeaderElector:
         # late (a slow network, this process paused between the write and its answer).
         # Acquire.
         while not self._stop.is_set():
-            attempted_at = clock()
+            attempted_at = self._clock()
             if self._try_acquire_or_renew():
                 break
             self._sleep()
@@ -396,12 +401,12 @@ class LeaderElector:
             # this thread moves it).
             deadline = self._renewed_at + self.renew_deadline
             if not at_once:
-                self._stop.wait(max(min(self.retry_period, deadline - clock()), 0.0))
+                self._stop.wait(max(min(self.retry_period, deadline - self._clock()), 0.0))
             if self._stop.is_set():
                 return
-            if clock() >= deadline:
+            if self._clock() >= deadline:
                 break
-            attempted_at = clock()
+            attempted_at = self._clock()
             if self._try_acquire_or_renew(deadline):
                 with self._lock:
                     self._renewed_at = attempted_at
@@ -412,7 +417,7 @@ class LeaderElector:
                 at_once = self._contested and not at_once  # read the lease again at once, once in a row
             if self.lost:
                 break  # deposed: _see stopped the writes the moment it saw the other holder
-            if clock() - self._renewed_at >= self.renew_deadline:
+            if self._clock() - self._renewed_at >= self.renew_deadline:
                 break
         else:
             return
@@ -434,7 +439,7 @@ class LeaderElector:
     def _sleep(self) -> None:
         with self._lock:
             held_by_other = self._held_by_other_locked()
-            until_expiry = self._observed_at + self._observed_duration - clock() if held_by_other else None
+            until_expiry = self._observed_at + self._observed_duration - self._clock() if held_by_other else None
         self._stop.wait(candidate_wait(self.retry_period * _JITTER.uniform(1.0, JITTER), until_expiry))
 
     def _notify_stopped(self) -> None:
@@ -549,7 +554,7 @@ class LeaderElector:
         with self._lock:
             # Once the lease is seen with another record, none of ours sent before can come back.
             self._ours = (record,) if record in self._ours else ()
-            now = clock()
+            now = self._clock()
             changed = record != self._observed
             if changed:
                 published = duration
@@ -592,7 +597,7 @@ class LeaderElector:
 
     def _expired(self) -> bool:
         with self._lock:
-            return clock() > self._observed_at + self._observed_duration
+            return self._clock() > self._observed_at + self._observed_duration
 
     # -- requests (bounded in time) ------------------------------------------------------------------------------
 
@@ -601,7 +606,7 @@ class LeaderElector:
         :data:`LEAST_TIMEOUT`)."""
         if deadline is None:
             return self._request_timeout
-        return min(self._request_timeout, max(deadline - clock(), LEAST_TIMEOUT))
+        return min(self._request_timeout, max(deadline - self._clock(), LEAST_TIMEOUT))
 
     def _get(self, timeout: float | None = None) -> dict[str, Any] | None:
         try:

@@ -230,8 +230,10 @@ class LeaderElector:
 
     @property
     def is_leader(self) -> bool:
+        """Whether this process leads now: it won the lease, and its last renewal is younger than the renew deadline
+        (as :meth:`may_write` counts it). What ``leader_election_master_status`` exports."""
         with self._lock:
-            return self._leading
+            return self._leads_locked(self._clock())
 
     @property
     def lost(self) -> bool:
@@ -240,9 +242,9 @@ class LeaderElector:
             return self._lost
 
     def may_write(self) -> bool:
-        """Whether this process may write now: it leads, its last renewal is younger than the renew deadline
-        (counted from when the renewal was sent: the others may have seen it from then on), and no renewal was
-        refused as a conflict since.
+        """Whether this process may write now: it leads (:attr:`is_leader`: its last renewal is younger than the renew
+        deadline, counted from when the renewal was sent — the others may have seen it from then on), and no renewal
+        was refused as a conflict since.
 
         The second half does not wait for the elector's thread to notice a failed renewal (it may be stuck in a
         request): past the deadline, another process may acquire the lease soon, so writes stop at once. A conflict
@@ -250,7 +252,7 @@ class LeaderElector:
         reads it again succeeds (the next attempt comes at once).
         """
         with self._lock:
-            return self._leading and not self._contested and self._clock() - self._renewed_at < self.renew_deadline
+            return self._leads_locked(self._clock()) and not self._contested
 
     def write_time_left(self) -> float:
         """Seconds this process may still write, from now: until its renew deadline, counted from its last renewal as
@@ -258,9 +260,17 @@ class LeaderElector:
         its answer cut to this — so that none is still on its way when another replica may take the lease, which
         comes ``lease_duration - renew_deadline`` seconds later at the soonest."""
         with self._lock:
-            if not self._leading or self._contested:
+            now = self._clock()
+            if not self._leads_locked(now) or self._contested:
                 return 0.0
-            return max(self.renew_deadline - (self._clock() - self._renewed_at), 0.0)
+            return self.renew_deadline - (now - self._renewed_at)
+
+    def _leads_locked(self, now: float) -> bool:
+        """Whether this process leads at ``now`` (on the elector's clock): the one judgment :attr:`is_leader`,
+        :meth:`may_write` and :meth:`write_time_left` read. The elector's thread notices a renew deadline passed only
+        when it next looks (it may be in a request or in ``on_started_leading`` until then): a leader past it must not
+        be said to lead while its writes are refused."""
+        return self._leading and now - self._renewed_at < self.renew_deadline
 
     def others_wait(self) -> float:
         """Seconds from now before another replica may take the lease this one held and lost: the lease's duration

@@ -4,12 +4,13 @@ a candidate tries again."""
 from __future__ import annotations
 
 import datetime
+import threading
 from typing import Any
 
 import pytest
 import structlog
 
-from okt.runtime import leader
+from okt.runtime import leader, metrics
 from okt.testing import waiting
 from tests.unit.kube import loopback
 from tests.unit.kube import test_client_answers as answers
@@ -130,3 +131,53 @@ def test_a_lease_request_failing_again_the_same_way_is_said_once_then_its_end_wi
     [answered] = [entry for entry in logged if entry["event"] == "lease requests answered again"]
     assert answered["log_level"] == "info"
     assert answered["failures"] == 12
+
+
+CREATED = (
+    b'{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"lease","resourceVersion":"1"},'
+    b'"spec":{"holderIdentity":"me"}}'
+)
+
+
+def test_a_leader_past_its_renew_deadline_is_said_not_to_lead_as_its_writes_are_refused() -> None:
+    """The elector's thread notices a renew deadline passed only when it next looks — here it is held in
+    ``on_started_leading``: ``is_leader`` and the ``leader_election_master_status`` gauge said 1 while
+    ``may_write()`` refused the writes. All three read one judgment of the elector's clock."""
+    server = answers.ScriptedServer(
+        [
+            answers.answer("404 Not Found", NOT_FOUND, "Content-Type: application/json"),
+            answers.answer("201 Created", CREATED, "Content-Type: application/json"),
+        ]
+    )
+    client = loopback.client_for(server.port)
+    now = [1000.0]
+    started, resume = threading.Event(), threading.Event()
+
+    def held() -> None:
+        started.set()
+        resume.wait()
+
+    elector = leader.LeaderElector(
+        client, "default", "lease", "me", 15.0, 10.0, 2.0, on_started_leading=held, clock=lambda: now[0]
+    )
+    exported = metrics.Metrics()
+    exported.track_leader("lease", lambda: elector.is_leader)
+
+    def said() -> tuple[bool, bool, float | None, bool]:
+        gauge = exported.registry.get_sample_value("leader_election_master_status", {"name": "lease"})
+        return elector.is_leader, elector.may_write(), gauge, elector.write_time_left() > 0
+
+    try:
+        elector.start()
+        assert started.wait(10), "the elector leads"
+        now[0] = 1010.0 - 2**-10  # its renewal was sent at 1000.0: just before its renew deadline
+        assert said() == (True, True, 1.0, True)
+        now[0] = 1010.0  # at it
+        assert said() == (False, False, 0.0, False)
+        now[0] = 1010.03
+        assert said() == (False, False, 0.0, False)
+    finally:
+        resume.set()
+        elector.stop(release=False)
+        client.close()
+        server.close()

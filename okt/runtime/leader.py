@@ -35,7 +35,9 @@ Guarantees:
   released; both on the elector's thread (keep them short);
 * :meth:`LeaderElector.release` (called by :meth:`LeaderElector.stop`) stops competing, empties ``holderIdentity``
   and sets ``leaseDurationSeconds`` to 1, so a standby takes over about a second after it sees the release instead
-  of waiting for expiry;
+  of waiting for expiry — only when the lease still holds a record this elector wrote (its identity is not enough:
+  another process given the same one may have taken the lease since), by an update that carries the resourceVersion
+  of that read (a write in between makes it a 409);
 * once stopped, the elector sends no write of the lease (create, take, renew): each write looks at the stop under the
   elector's lock right before it leaves, so a stop that comes between a read of the lease and its write ends the
   attempt; a write already on the wire may still take the lease, which the elector does not lead on and releases once
@@ -141,6 +143,16 @@ def check_timing(lease_duration: float, renew_deadline: float, retry_period: flo
             f"lease_duration must be at most {LONGEST_LEASE} seconds (the Lease's leaseDurationSeconds is an int32), "
             f"got {delays.said(lease_duration)}"
         )
+
+
+def _record(spec: dict[str, Any]) -> tuple[str, str, str]:
+    """The record a Lease's ``spec`` holds — its holder, renewTime and acquireTime —, which tells one write of the
+    lease from another: the holder alone does not tell two processes given the same identity apart."""
+    return (
+        spec.get("holderIdentity") or "",
+        str(spec.get("renewTime") or ""),
+        str(spec.get("acquireTime") or ""),
+    )
 
 
 class _Stopped(Exception):
@@ -323,8 +335,8 @@ class LeaderElector:
             self._give_up(False)
 
     def release(self) -> bool:
-        """Stop competing and give the lease up if we hold it: holder emptied, duration 1 s. Returns whether it was
-        released.
+        """Stop competing and give the lease up if it still holds the record this elector wrote: holder emptied,
+        duration 1 s. Returns whether it was released.
 
         The elector's thread is stopped first: renewing on, it would find the lease free and take it back, and the
         others would wait for a lease that never runs out.
@@ -350,13 +362,24 @@ class LeaderElector:
         return released
 
     def _release_held(self) -> bool:
-        """Empty the lease if it holds our identity (duration 1 s); whether it did. Best effort: the others wait for a
-        lease not released to run out."""
+        """Empty the lease if it holds a record this elector wrote (duration 1 s); whether it did. Best effort: the
+        others wait for a lease not released to run out.
+
+        Our identity is not enough: another process given the same identity may have taken the lease since (this one
+        paused past its lease), and emptying its record would end its term behind its back — a standby takes the
+        emptied lease a second later, while that process writes until its next renewal finds it so. The update
+        carries the resourceVersion of the read the record was judged on: a write in between is refused (409), as
+        client-go's release is when the lease changed since its last read or write."""
         released = False
         try:
             lease = self._get()
-            if lease is not None and (lease.get("spec") or {}).get("holderIdentity") == self.identity:
-                spec = dict(lease.get("spec") or {})
+            spec = dict((lease or {}).get("spec") or {})
+            record = _record(spec)
+            with self._lock:
+                ours = record in self._ours  # each of ours holds our identity
+            if lease is not None and not ours:
+                self._log.info("lease not released: it holds a record this elector did not write", holder=record[0])
+            if lease is not None and ours:
                 spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=micro_time())
                 self._replace({**lease, "spec": spec})
                 released = True
@@ -513,11 +536,7 @@ class LeaderElector:
             self._write((self.identity, now, now), lambda: self._create(now, self._timeout(deadline)))
             return True
         spec = lease.get("spec") or {}
-        record = (
-            spec.get("holderIdentity") or "",
-            str(spec.get("renewTime") or ""),
-            str(spec.get("acquireTime") or ""),
-        )
+        record = _record(spec)
         ours = self._see(record, _duration(spec.get("leaseDurationSeconds"), self.lease_duration))
         if self._held_by_other():
             return False

@@ -426,6 +426,34 @@ def test_two_candidates_given_the_same_identity_never_lead_at_once(kube: kube_cl
         first.stop(release=True)
 
 
+def test_a_stopped_leader_does_not_release_the_lease_another_process_of_its_identity_took_since(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    """The first leader's thread is held (in its ``on_started_leading``, as a process paused) past its lease; another
+    process given the same identity takes the lease meanwhile. Stopped then, the first still counts itself the leader
+    it was: its release must leave the other's record alone (it emptied it: the holder's identity was its own)."""
+    resume = threading.Event()
+    first = leader.LeaderElector(
+        kube, namespace, "twins", "twin", LEASE_DURATION, 2.0, 0.5, on_started_leading=resume.wait
+    )
+    second = leader.LeaderElector(kube, namespace, "twins", "twin", LEASE_DURATION, 2.0, 0.5)
+    try:
+        first.start()
+        wait_for(lambda: first.holder == "twin", timeout=10)
+        second.start()
+        wait_for(second.may_write, timeout=LEASE_DURATION + 5, message="the second takes the expired lease")
+        taken = kube.get(kinds.LEASE, "twins", namespace)["spec"]
+        assert not first.may_write()
+        first.stop(release=True, timeout=0.1)
+        spec = kube.get(kinds.LEASE, "twins", namespace)["spec"]
+        assert (spec["holderIdentity"], spec["acquireTime"]) == ("twin", taken["acquireTime"])
+        assert second.may_write()
+    finally:
+        resume.set()
+        second.stop(release=True)
+        first.stop(release=False)
+
+
 def test_a_leader_keeps_its_lease_while_its_client_waits_at_its_rate_limit(
     control_plane: envtest.ControlPlane, namespace: str
 ) -> None:

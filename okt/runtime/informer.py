@@ -166,8 +166,9 @@ STARTING_GRACE = 30.0
 nothing at all) are taken for an API server that has just started and not loaded its CRDs yet, counted from the first
 of them: it answers the built-in kinds at once, a custom kind only once its CRD handlers are in place, a moment later.
 One answered past the grace is the kind no longer served. Since Kubernetes 1.16 such a server answers ``503 server is
-starting`` until then (the local 1.20 control plane does, never a ``404``), retried as any outage; the ``404`` is older
-servers', and that of a routing race newer ones still show now and then (kubernetes/kubernetes#115241). A start's
+starting`` until then (the local 1.20 control plane does), retried as any outage; the ``404`` is older servers', and
+that of a routing race newer ones still show now and then (kubernetes/kubernetes#115241; the local 1.20 one too, on a
+loaded machine). A start's
 ``404`` and a deleted CRD's are the same answer, so the first after an outage cannot be told apart without a read.
 
 Not shortened by a read: ``/readyz`` (its ``crd-informer-synced`` check) may be answered by another API server than the

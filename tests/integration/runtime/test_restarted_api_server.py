@@ -255,18 +255,17 @@ def test_a_stop_ends_the_wait_for_a_kind_being_loaded_at_once_with_nothing_refus
             client.close()
 
 
-def test_the_real_api_server_restarted_answers_a_custom_kind_503_while_it_loads_its_crds_never_404(
+def test_a_real_api_server_restarted_never_has_a_custom_kind_read_as_no_longer_served(
     control_plane: envtest.ControlPlane,
     gadget_kind: kinds.Kind,
     namespace: str,
     kube: kube_client.Client,
     make_gadget: Any,
 ) -> None:
-    """What the starting grace guards against is not what this kube-apiserver (1.20) does: until its CRDs are loaded
-    it answers a custom kind ``503 server is starting`` (Kubernetes 1.16 on), which the informer retries as any
-    outage; the ``404`` the grace takes for a start comes from older servers, and from the routing race newer ones
-    still show now and then (kubernetes/kubernetes#115241). So a ``404`` after an outage here is a CRD deleted
-    meanwhile, told once the grace is over (the fault proxy's restart above)."""
+    """The kube-apiserver itself restarted (not a proxy's stand-in): until its CRDs are loaded it answers a custom kind
+    ``503 server is starting`` (Kubernetes 1.16 on), retried as any outage, and now and then, on a loaded machine, a
+    ``404`` first (the routing race kubernetes/kubernetes#115241 names): the starting grace takes that one for a start.
+    Either way the kind is never said to be no longer served, and its watch goes on."""
     told: list[str] = []
     informer = informer_mod.Informer(
         kube,
@@ -286,8 +285,6 @@ def test_the_real_api_server_restarted_answers_a_custom_kind_503_while_it_loads_
     finally:
         informer.stop(5)
 
-    errors_told = [str(entry.get("error")) for entry in logged if entry["event"] == "list or watch failed, retrying"]
-    assert any("server is starting" in error for error in errors_told), errors_told
-    assert said(logged, STARTING) == []
     assert said(logged, NOT_SERVED) == []
+    assert said(logged, STARTING) in ([], ["info"])  # a 404 while it starts, when there is one, is said once
     assert informer.served

@@ -84,9 +84,13 @@ What it does as the API server does:
   update that makes it ``ClusterIP`` while it changes a node port, an unknown ``externalTrafficPolicy`` and one on a
   Service neither ``NodePort`` nor ``LoadBalancer`` (``spec.externalTrafficPolicy: Invalid value: "Local":
   ExternalTrafficPolicy can only be set on NodePort and LoadBalancer service``: checked, as the server checks it, once
-  the rest passes), and a Deployment's or a StatefulSet's ``selector`` left out or not selecting its Pods' template
-  (``spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}: `selector` does not match
-  template `labels` ``); a ``null`` written in a field of the defaults'
+  the rest passes), a Deployment's, a StatefulSet's, a ReplicaSet's or a DaemonSet's ``selector`` left out or not
+  selecting its Pods' template (``spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}:
+  `selector` does not match template `labels` ``), their negative ``replicas`` and their template's ``restartPolicy``
+  other than ``Always``, and in a Pod or the template of a Deployment, a DaemonSet, a ReplicaSet, a Job or a CronJob
+  (not a StatefulSet's, which Kubernetes 1.20 keeps) a container without a ``name`` or an ``image``, two containers
+  of one name or two ports of one container of one name (``spec.template.spec.containers[1].name: Duplicate value:
+  "app"``) and an environment variable's name a shell could not read; a ``null`` written in a field of the defaults'
   table is left out, as the server decodes it (``strategy: {type: Recreate, rollingUpdate: null}`` is stored
   ``{type: Recreate}``), and so is a ``""`` in a string field of that table, which Go holds in no pointer
   (``strategy: {type: ""}`` is a ``RollingUpdate`` strategy);

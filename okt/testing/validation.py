@@ -10,8 +10,11 @@ Forbidden: may not be specified when strategy `type` is 'Recreate'``) — an upd
 its unknown ``podManagementPolicy`` and its negative ``partition``, a Deployment's strategy of an unknown
 ``type``, a Deployment or a StatefulSet whose ``selector`` does not select its Pods' template (whose Pods it would
 never own), a Service of several ports one of which is unnamed, a ``ClusterIP`` Service holding a ``nodePort`` (which
-an update making it ``ClusterIP`` keeps when it changes one), and an ``externalTrafficPolicy`` unknown or on a Service
-not reached through its nodes' ports. A fake that stored them would let a reconciler pass its
+an update making it ``ClusterIP`` keeps when it changes one), an ``externalTrafficPolicy`` unknown or on a Service
+not reached through its nodes' ports, a workload's negative ``replicas`` or its template's ``restartPolicy`` other than
+``Always``, and a Pod spec (a Pod's, or a workload's template's but a StatefulSet's, which 1.20 keeps) with a container
+unnamed, without an image or named twice, two ports of a container of one name or an environment variable's name that
+is not one. A fake that stored them would let a reconciler pass its
 unit tests that fails on every cluster. :class:`okt.testing.FakeClient` checks each object it is about to store, once
 its defaults are filled in (:mod:`okt.testing.defaults`) and, for an update of a Service, the fields of the type it no
 longer is dropped (:func:`okt.testing.services.settle`), against one table, :data:`RULES`
@@ -24,6 +27,7 @@ it changes nothing.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -53,6 +57,9 @@ class Rule:
     broken: Callable[[Mapping[str, Any], Any], bool]
     message: str | Callable[[Any], str]
     allocated: bool = False
+    duplicate: bool = False
+    """Whether the rule refuses, besides what ``broken`` does, a value an earlier item of the same list holds (a
+    second container of one name): the server names the later one, ``Duplicate value``."""
 
 
 def _at(obj: Mapping[str, Any], *path: str) -> Any:
@@ -147,12 +154,65 @@ _SELECTOR_RULES = (
         lambda labels: f"Invalid value: {_template_labels(labels)}: `selector` does not match template `labels`",
     ),
 )
-"""A Deployment's or a StatefulSet's selector must be given, and select the labels of its Pods' template."""
+"""A workload's selector must be given, and select the labels of its Pods' template."""
+
+
+_ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
+"""An environment variable's name the server accepts (``validation.IsEnvVarName``)."""
+
+_ENV_NAME_MESSAGE = (
+    "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not "
+    "start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  or 'MyEnvName1', regex used for validation is "
+    "'[-._a-zA-Z][-._a-zA-Z0-9]*')"
+)
+
+
+def _pod_rules(*spec: str) -> tuple[Rule, ...]:
+    """The rules of a Pod's spec at ``spec`` (a Pod's own, or a workload's template's): what a reconciler building
+    containers most often gets wrong. Every container is named, each by a name of its own, and runs an image (a
+    template's too, though no Pod is made from it yet); a container's ports are told apart by their names; an
+    environment variable's name is one a shell could read."""
+    containers = (*spec, "containers", EACH)
+    return (
+        Rule((*containers, "name"), "FieldValueRequired", lambda obj, name: not name, "Required value", duplicate=True),
+        Rule((*containers, "image"), "FieldValueRequired", lambda obj, image: not image, "Required value"),
+        Rule((*containers, "ports", EACH, "name"), "FieldValueDuplicate", lambda obj, name: False, "", duplicate=True),
+        Rule(
+            (*containers, "env", EACH, "name"),
+            "FieldValueInvalid",
+            lambda obj, name: bool(name) and not (isinstance(name, str) and _ENV_NAME.fullmatch(name)),
+            lambda name: f"Invalid value: {gotext.value(name)}: {_ENV_NAME_MESSAGE}",
+        ),
+    )
+
+
+_RESTART_RULE = Rule(
+    ("spec", "template", "spec", "restartPolicy"),
+    "FieldValueNotSupported",
+    lambda obj, policy: policy is not None and policy != "Always",
+    lambda policy: f'Unsupported value: {gotext.value(policy)}: supported values: "Always"',
+)
+"""A workload that keeps its Pods running restarts one that exits, never leaves it done."""
+
+_TEMPLATE_RULES = (*_pod_rules("spec", "template", "spec"), _RESTART_RULE)
+"""The rules of the Pod template of a Deployment, a DaemonSet or a ReplicaSet. A StatefulSet's template is checked
+for its ``restartPolicy`` alone: Kubernetes 1.20 keeps one whose containers have no image, no name or one name twice
+(its Pods are refused when they are made)."""
+
+_REPLICAS_RULE = Rule(
+    ("spec", "replicas"),
+    "FieldValueInvalid",
+    lambda obj, replicas: type(replicas) is int and replicas < 0,
+    lambda replicas: f"Invalid value: {replicas}: must be greater than or equal to 0",
+)
 
 
 RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
+    ("v1", "Pod"): _pod_rules("spec"),
     ("apps/v1", "Deployment"): (
+        _REPLICAS_RULE,
         *_SELECTOR_RULES,
+        *_TEMPLATE_RULES,
         Rule(
             ("spec", "strategy"),
             "FieldValueNotSupported",
@@ -167,6 +227,7 @@ RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
         ),
     ),
     ("apps/v1", "StatefulSet"): (
+        _REPLICAS_RULE,
         Rule(
             ("spec", "podManagementPolicy"),
             "FieldValueInvalid",
@@ -196,7 +257,13 @@ RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
             lambda partition: f"Invalid value: {partition}: must be greater than or equal to 0",
         ),
         *_SELECTOR_RULES,
+        _RESTART_RULE,
     ),
+    ("apps/v1", "ReplicaSet"): (_REPLICAS_RULE, *_SELECTOR_RULES, *_TEMPLATE_RULES),
+    ("apps/v1", "DaemonSet"): (*_SELECTOR_RULES, *_TEMPLATE_RULES),
+    ("batch/v1", "Job"): _pod_rules("spec", "template", "spec"),
+    ("batch/v1", "CronJob"): _pod_rules("spec", "jobTemplate", "spec", "template", "spec"),
+    ("batch/v1beta1", "CronJob"): _pod_rules("spec", "jobTemplate", "spec", "template", "spec"),
     ("v1", "Service"): (
         # One port may go unnamed; of several, each is told from the others by its name (an endpoint's port names it).
         Rule(
@@ -280,17 +347,31 @@ def check(kind: kinds.Kind, obj: Mapping[str, Any], *, allocated: bool = False) 
         okt.errors.Invalid: naming every refused field, one cause each, in the API server's words (several bracketed,
             as the server lists them).
     """
-    causes = [
-        errors.StatusCause(rule.reason, rule.message if isinstance(rule.message, str) else rule.message(value), field)
-        for rule in RULES.get((kind.api_version, kind.kind), ())
-        if rule.allocated == allocated
-        for field, value in _fields(obj, rule.path)
-        if rule.broken(obj, value)
-    ]
+    causes = []
+    for rule in RULES.get((kind.api_version, kind.kind), ()):
+        if rule.allocated != allocated:
+            continue
+        held: dict[str, set[str]] = {}
+        for field, value in _fields(obj, rule.path):
+            if rule.broken(obj, value):
+                message = rule.message if isinstance(rule.message, str) else rule.message(value)
+                causes.append(errors.StatusCause(rule.reason, message, field))
+            elif rule.duplicate and value:
+                # Told apart from the items of its own list: those of the list the last index of its field names.
+                others = held.setdefault(_ITEM.sub("", field, count=1), set())
+                if str(value) in others:
+                    causes.append(
+                        errors.StatusCause("FieldValueDuplicate", f"Duplicate value: {gotext.value(value)}", field)
+                    )
+                others.add(str(value))
     if causes:
         said = ", ".join(f"{cause.field}: {cause.message}" for cause in causes)
         said = said if len(causes) == 1 else f"[{said}]"
         raise errors.ApiError.from_status(422, "Invalid", f"{invalid(kind, obj)}: {said}", causes=causes)
+
+
+_ITEM = re.compile(r"\[\d+\](?=[^\[]*$)")
+"""The index of the last list a field's name steps through (``[1]`` in ``containers[0].ports[1].name``)."""
 
 
 def invalid(kind: kinds.Kind, obj: Mapping[str, Any]) -> str:

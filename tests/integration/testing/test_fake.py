@@ -1912,3 +1912,134 @@ def test_an_apply_of_service_ports_without_their_protocol_or_of_one_key_twice_is
     ]
     assert applied["spec"]["template"]["spec"]["containers"][0]["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
     assert api.client.get_or_none(SERVICE, "s", api.namespace) is None
+
+
+ENV_NAME_MESSAGE = (
+    "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not "
+    "start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  or 'MyEnvName1', regex used for validation is "
+    "'[-._a-zA-Z][-._a-zA-Z0-9]*')"
+)
+
+
+def _workload(api: Api, kind: str, **pod: Any) -> dict[str, Any]:
+    body = _stateful_set(api) if kind == "StatefulSet" else {**_deployment(api), "kind": kind}
+    body["spec"]["template"]["spec"] |= pod
+    return body
+
+
+@pytest.mark.parametrize(
+    ("kind", "pod", "cause"),
+    [
+        ("Pod", {"containers": [{"name": "c"}]}, ("FieldValueRequired", "containers[0].image", "Required value")),
+        (
+            "Deployment",
+            {"containers": [{"name": "c"}]},
+            ("FieldValueRequired", "containers[0].image", "Required value"),
+        ),
+        ("Pod", {"containers": [{"image": "app:1"}]}, ("FieldValueRequired", "containers[0].name", "Required value")),
+        ("Job", {"containers": [{"image": "app:1"}]}, ("FieldValueRequired", "containers[0].name", "Required value")),
+        (
+            "Deployment",
+            {"containers": [{"name": "c", "image": "app:1"}, {"name": "c", "image": "app:2"}]},
+            ("FieldValueDuplicate", "containers[1].name", 'Duplicate value: "c"'),
+        ),
+        (
+            "DaemonSet",
+            {
+                "containers": [
+                    {"name": "c", "image": "app:1", "ports": [{"name": "http", "containerPort": p} for p in (80, 81)]}
+                ]
+            },
+            ("FieldValueDuplicate", "containers[0].ports[1].name", 'Duplicate value: "http"'),
+        ),
+        (
+            "Deployment",
+            {"containers": [{"name": "c", "image": "app:1", "env": [{"name": "1 A", "value": "x"}]}]},
+            ("FieldValueInvalid", "containers[0].env[0].name", f'Invalid value: "1 A": {ENV_NAME_MESSAGE}'),
+        ),
+        (
+            "Deployment",
+            {"restartPolicy": "Never"},
+            ("FieldValueNotSupported", "restartPolicy", 'Unsupported value: "Never": supported values: "Always"'),
+        ),
+        (
+            "ReplicaSet",
+            {"restartPolicy": "OnFailure"},
+            ("FieldValueNotSupported", "restartPolicy", 'Unsupported value: "OnFailure": supported values: "Always"'),
+        ),
+    ],
+    ids=[
+        "pod-without-image",
+        "template-without-image",
+        "pod-without-name",
+        "job-without-name",
+        "two-containers-of-one-name",
+        "two-ports-of-one-name",
+        "env-var-name",
+        "deployment-restart-never",
+        "replica-set-restart-on-failure",
+    ],
+)
+def test_a_pod_spec_the_api_server_refuses_is_invalid_in_a_pod_or_a_workload_s_template(
+    api: Api, kind: str, pod: dict[str, Any], cause: tuple[str, str, str]
+) -> None:
+    if kind == "Pod":
+        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "d", "namespace": api.namespace}, "spec": pod}
+        at, said = "spec", 'Pod "d" is invalid'
+    elif kind == "Job":
+        body = {**_deployment(api), "apiVersion": "batch/v1", "kind": "Job"}
+        body["spec"] = {"template": {"spec": {**pod, "restartPolicy": "Never"}}}
+        at, said = "spec.template.spec", 'Job.batch "d" is invalid'
+    else:
+        body, at, said = _workload(api, kind, **pod), "spec.template.spec", f'{kind}.apps "d" is invalid'
+    reason, field, message = cause
+    with pytest.raises(errors.Invalid) as raised:
+        api.client.create(body)
+
+    assert [(c.reason, c.field, c.message) for c in raised.value.causes] == [(reason, f"{at}.{field}", message)]
+    assert raised.value.api_message == f"{said}: {at}.{field}: {message}"
+
+
+@pytest.mark.parametrize("kind", ["Deployment", "StatefulSet", "ReplicaSet"])
+def test_a_negative_number_of_replicas_is_invalid(api: Api, kind: str) -> None:
+    with pytest.raises(errors.Invalid) as raised:
+        api.client.create({**_workload(api, kind), "spec": {**_workload(api, kind)["spec"], "replicas": -1}})
+
+    message = "Invalid value: -1: must be greater than or equal to 0"
+    assert [(c.reason, c.field, c.message) for c in raised.value.causes] == [
+        ("FieldValueInvalid", "spec.replicas", message)
+    ]
+    assert raised.value.api_message == f'{kind}.apps "d" is invalid: spec.replicas: {message}'
+
+
+@pytest.mark.parametrize("kind", ["ReplicaSet", "DaemonSet"])
+def test_a_replica_set_or_daemon_set_whose_selector_does_not_select_its_template_is_invalid(
+    api: Api, kind: str
+) -> None:
+    body = _workload(api, kind)
+    body["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
+    with pytest.raises(errors.Invalid) as raised:
+        api.client.create(body)
+
+    message = f'Invalid value: map[string]string{{"app":"other"}}: {NOT_SELECTED}'
+    assert [(c.field, c.message) for c in raised.value.causes] == [("spec.template.metadata.labels", message)]
+    assert raised.value.api_message == f'{kind}.apps "d" is invalid: spec.template.metadata.labels: {message}'
+
+
+def test_a_stateful_set_s_template_is_checked_for_its_restart_policy_alone(api: Api) -> None:
+    # Kubernetes 1.20 leaves a StatefulSet's containers to the Pods it makes, which are refused then.
+    containers = [{"name": "c"}, {"name": "c", "image": "app:1"}]
+    body = _workload(api, "StatefulSet", containers=containers)
+    body["spec"]["replicas"] = 0
+    created = api.client.create(body)
+
+    with pytest.raises(errors.Invalid) as raised:
+        api.client.create(
+            _workload(api, "StatefulSet", restartPolicy="Never")
+            | {"metadata": {"name": "e", "namespace": api.namespace}}
+        )
+
+    assert [c["name"] for c in created["spec"]["template"]["spec"]["containers"]] == ["c", "c"]
+    assert [(c.field, c.message) for c in raised.value.causes] == [
+        ("spec.template.spec.restartPolicy", 'Unsupported value: "Never": supported values: "Always"')
+    ]

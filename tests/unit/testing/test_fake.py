@@ -979,8 +979,16 @@ _IMMUTABLE_SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": 
             {"spec": {"selector": {"matchLabels": {"app": "b"}}, "template": {"metadata": {"labels": {"app": "b"}}}}},
             ["spec.selector"],
         ),
-        (_workload("ReplicaSet", "a"), {"spec": {"selector": {"matchLabels": {"app": "b"}}}}, ["spec.selector"]),
-        (_workload("DaemonSet", "a"), {"spec": {"selector": {"matchLabels": {"app": "b"}}}}, ["spec.selector"]),
+        (
+            _workload("ReplicaSet", "a"),
+            {"spec": {"selector": {"matchLabels": {"app": "b"}}, "template": {"metadata": {"labels": {"app": "b"}}}}},
+            ["spec.selector"],
+        ),
+        (
+            _workload("DaemonSet", "a"),
+            {"spec": {"selector": {"matchLabels": {"app": "b"}}, "template": {"metadata": {"labels": {"app": "b"}}}}},
+            ["spec.selector"],
+        ),
         (_workload("StatefulSet", "a"), {"spec": {"volumeClaimTemplates": [{"metadata": {"name": "d"}}]}}, ["spec"]),
         (_workload("StatefulSet", "a"), {"spec": {"serviceName": "other"}}, ["spec"]),
         (

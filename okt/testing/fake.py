@@ -90,8 +90,10 @@ What it does as the API server does:
   other than ``Always``, and in a Pod or the template of a Deployment, a DaemonSet, a ReplicaSet, a Job or a CronJob
   (not a StatefulSet's, which Kubernetes 1.20 keeps) a container without a ``name`` or an ``image``, two containers
   of one name or two ports of one container of one name (``spec.template.spec.containers[1].name: Duplicate value:
-  "app"``) and an environment variable's name a shell could not read; a ``null`` written in a field of the defaults'
-  table is left out, as the server decodes it (``strategy: {type: Recreate, rollingUpdate: null}`` is stored
+  "app"``), an environment variable's name a shell could not read and a container requesting more than its
+  limits (``resources.requests: Invalid value: "2": must be less than or equal to cpu limit``); a ``null``
+  written in a field of the defaults' table is left out, as the server decodes it (``strategy: {type: Recreate,
+  rollingUpdate: null}`` is stored
   ``{type: Recreate}``), and so is a ``""`` in a string field of that table, which Go holds in no pointer
   (``strategy: {type: ""}`` is a ``RollingUpdate`` strategy);
 * a Service is given a cluster IP (:mod:`okt.testing.services`), and a ``NodePort`` or ``LoadBalancer`` one a node port

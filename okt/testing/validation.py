@@ -13,8 +13,8 @@ never own), a Service of several ports one of which is unnamed, a ``ClusterIP`` 
 an update making it ``ClusterIP`` keeps when it changes one), an ``externalTrafficPolicy`` unknown or on a Service
 not reached through its nodes' ports, a workload's negative ``replicas`` or its template's ``restartPolicy`` other than
 ``Always``, and a Pod spec (a Pod's, or a workload's template's but a StatefulSet's, which 1.20 keeps) with a container
-unnamed, without an image or named twice, two ports of a container of one name or an environment variable's name that
-is not one. A fake that stored them would let a reconciler pass its
+unnamed, without an image or named twice, two ports of a container of one name, an environment variable's name that
+is not one or requests above its limits. A fake that stored them would let a reconciler pass its
 unit tests that fails on every cluster. :class:`okt.testing.FakeClient` checks each object it is about to store, once
 its defaults are filled in (:mod:`okt.testing.defaults`) and, for an update of a Service, the fields of the type it no
 longer is dropped (:func:`okt.testing.services.settle`), against one table, :data:`RULES`
@@ -33,7 +33,7 @@ from typing import Any
 
 from okt import errors
 from okt.kube import kinds
-from okt.resources import list_keys
+from okt.resources import checksum, list_keys
 from okt.testing import gotext, patching
 
 EACH = "*"
@@ -57,6 +57,9 @@ class Rule:
     broken: Callable[[Mapping[str, Any], Any], bool]
     message: str | Callable[[Any], str]
     allocated: bool = False
+    named: str = ""
+    """A field below the one ``path`` names that the server names in its refusal instead (a container's
+    ``resources.requests``, checked against its sibling ``limits``)."""
     duplicate: bool = False
     """Whether the rule refuses, besides what ``broken`` does, a value an earlier item of the same list holds (a
     second container of one name): the server names the later one, ``Duplicate value``."""
@@ -167,6 +170,18 @@ _ENV_NAME_MESSAGE = (
 )
 
 
+def _over_limit(resources: Any) -> str | None:
+    """The first resource (by name) a container's ``resources`` request more of than they limit it to, or None."""
+    requests, limits = _at(resources, "requests"), _at(resources, "limits")
+    if not isinstance(requests, Mapping) or not isinstance(limits, Mapping):
+        return None
+    for name in sorted(requests):
+        request, limit = checksum.quantity_amount(requests[name]), checksum.quantity_amount(limits.get(name))
+        if request is not None and limit is not None and request > limit:
+            return str(name)
+    return None
+
+
 def _pod_rules(*spec: str) -> tuple[Rule, ...]:
     """The rules of a Pod's spec at ``spec`` (a Pod's own, or a workload's template's): what a reconciler building
     containers most often gets wrong. Every container is named, each by a name of its own, and runs an image (a
@@ -182,6 +197,17 @@ def _pod_rules(*spec: str) -> tuple[Rule, ...]:
             "FieldValueInvalid",
             lambda obj, name: bool(name) and not (isinstance(name, str) and _ENV_NAME.fullmatch(name)),
             lambda name: f"Invalid value: {gotext.value(name)}: {_ENV_NAME_MESSAGE}",
+        ),
+        # A Pod is scheduled by what it requests and throttled or killed past what it is limited to.
+        Rule(
+            (*containers, "resources"),
+            "FieldValueInvalid",
+            lambda obj, resources: _over_limit(resources) is not None,
+            lambda resources: (
+                f"Invalid value: {gotext.value(str(resources['requests'][_over_limit(resources)]))}: must be less "
+                f"than or equal to {_over_limit(resources)} limit"
+            ),
+            named="requests",
         ),
     )
 
@@ -355,7 +381,9 @@ def check(kind: kinds.Kind, obj: Mapping[str, Any], *, allocated: bool = False) 
         for field, value in _fields(obj, rule.path):
             if rule.broken(obj, value):
                 message = rule.message if isinstance(rule.message, str) else rule.message(value)
-                causes.append(errors.StatusCause(rule.reason, message, field))
+                causes.append(
+                    errors.StatusCause(rule.reason, message, f"{field}.{rule.named}" if rule.named else field)
+                )
             elif rule.duplicate and value:
                 # Told apart from the items of its own list: those of the list the last index of its field names.
                 others = held.setdefault(_ITEM.sub("", field, count=1), set())

@@ -1958,6 +1958,36 @@ def _workload(api: Api, kind: str, **pod: Any) -> dict[str, Any]:
             ("FieldValueInvalid", "containers[0].env[0].name", f'Invalid value: "1 A": {ENV_NAME_MESSAGE}'),
         ),
         (
+            "Pod",
+            {
+                "containers": [
+                    {"name": "c", "image": "app:1", "resources": {"requests": {"cpu": "2000m"}, "limits": {"cpu": "1"}}}
+                ]
+            },
+            (
+                "FieldValueInvalid",
+                "containers[0].resources.requests",
+                'Invalid value: "2": must be less than or equal to cpu limit',
+            ),
+        ),
+        (
+            "Deployment",
+            {
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "app:1",
+                        "resources": {"requests": {"memory": "2Gi"}, "limits": {"memory": "1024Mi"}},
+                    }
+                ]
+            },
+            (
+                "FieldValueInvalid",
+                "containers[0].resources.requests",
+                'Invalid value: "2Gi": must be less than or equal to memory limit',
+            ),
+        ),
+        (
             "Deployment",
             {"restartPolicy": "Never"},
             ("FieldValueNotSupported", "restartPolicy", 'Unsupported value: "Never": supported values: "Always"'),
@@ -1976,6 +2006,8 @@ def _workload(api: Api, kind: str, **pod: Any) -> dict[str, Any]:
         "two-containers-of-one-name",
         "two-ports-of-one-name",
         "env-var-name",
+        "requests-above-limits",
+        "template-requests-above-limits",
         "deployment-restart-never",
         "replica-set-restart-on-failure",
     ],

@@ -148,6 +148,10 @@ times the memory), a set beyond :data:`_SMALL_BUCKET` (adding and removing stay 
 
 _SMALL_BUCKET = 8
 
+_Ahead = tuple[Mapping[str, packing.Indexer], packing.Packed]
+"""An object packed before the informer's lock is taken, with the indexers it was indexed by (see
+:meth:`Informer._packed_ahead`)."""
+
 EventHandler = Callable[[str, dict[str, Any], dict[str, Any] | None], None]
 """``on_event(type, obj, old)``: type is ADDED / MODIFIED / DELETED / RESYNC; ``old`` the replaced object or None."""
 
@@ -289,8 +293,8 @@ class Informer:
         field_owners: keep the managedFields entries a take-over of a child would move (see
             :func:`~okt.runtime.packing.strip`).
         keep: a client-side filter: objects it refuses are not stored, nor is their deletion announced (one that
-            stops passing leaves the store and is announced as ``DELETED``). Called with the informer's lock held:
-            keep it quick and pure.
+            stops passing leaves the store and is announced as ``DELETED``). Called on the informer's thread, some
+            calls with its lock held, and on the thread of an answer okt wrote through: keep it quick and pure.
         on_recovered: called on the informer's thread when the API server answers a list or watch again after one
             failed.
         on_refusal: called on the informer's thread when :attr:`served` or :attr:`refusal` changes, once it has: when
@@ -527,11 +531,13 @@ class Informer:
             added = {name: fn for name, fn in indexers.items() if name not in self._indexers}
             if not added:
                 return
-            self._indexers.update(added)
-            for name in added:
-                self._indexes[name] = {}
             if packing.keeps_payloads(added.values()):
                 self._packing = packing.WithPayloads
+            # A new mapping, never this one changed, and after the packing it needs: an entry packed ahead of the
+            # lock (see _packed_ahead) with the indexers read before is told from one packed with these.
+            self._indexers = {**self._indexers, **added}
+            for name in added:
+                self._indexes[name] = {}
             for key, stored in self._store.items():
                 packed = stored
                 if self._packing is packing.WithPayloads and not isinstance(stored, packing.WithPayloads):
@@ -598,8 +604,9 @@ class Informer:
             # store must not keep it past that.
             return False
         version = packing.resource_version(stored_obj)
+        key = store_key(stored_obj)
+        ahead = self._packed_ahead(key, stored_obj, version)
         with self._lock:
-            key = store_key(stored_obj)
             current = self._store.get(key)
             if current is None and version and is_newer(version, self._resource_version) is not True:
                 # The store holds everything up to the version the watch (or the list) last told, and this object
@@ -618,7 +625,7 @@ class Informer:
             # this write-through copy (events describe the watch's history; observe only makes reads fresher).
             self._shadowed.setdefault(key, current)
             self._writers[key] = writer
-            self._put_locked(key, stored_obj, current)
+            self._put_locked(key, stored_obj, current, ahead)
             return True
 
     def knows(self, namespace: str | None, name: str, version: str) -> bool:
@@ -1186,6 +1193,11 @@ class Informer:
         obj.setdefault("kind", self.kind.kind)
         packing.strip(obj, self._status_owners, self._field_owners)
         key = store_key(obj)
+        kept = event_type == DELETED or self._keep is None or self._keep(obj)
+        # Packed (and indexed: the operator's index functions, which may take their time or never return) before the
+        # lock, which every read of the kind takes; this thread is the only one telling events, so no later event of
+        # the object can be stored meanwhile (an answer of okt's own write can: see _packed_ahead).
+        ahead = self._packed_ahead(key, obj, version) if event_type != DELETED and kept else None
         with self._lock:
             if version:
                 self._resource_version = version
@@ -1194,7 +1206,7 @@ class Informer:
                 # Never stored (the filter kept it out, or its leave was told already): the handlers never held it,
                 # and a deletion would tell its timers, daemons and queue key of an object unknown to them.
                 return
-            if self._keep is not None and event_type != DELETED and not self._keep(obj):
+            if not kept:
                 # Filtered out: never stored; one that leaves the filter leaves the store, announced as deleted.
                 if current is None:
                     self._shadowed.pop(key, None)
@@ -1231,7 +1243,7 @@ class Informer:
                 emitted = (ADDED if watched is None else MODIFIED, obj, watched.unpack() if watched else None)
             else:
                 if newer is True or current is None:
-                    self._put_locked(key, obj, current)
+                    self._put_locked(key, obj, current, ahead)
                 emitted = (ADDED if watched is None else MODIFIED, obj, watched.unpack() if watched else None)
         self._emit(*emitted, echo=echo)
 
@@ -1260,12 +1272,35 @@ class Informer:
         finally:
             _delivery.echo_of = None
 
-    # -- store and indexes (the lock is held) --------------------------------------------------------------------
+    # -- store and indexes ---------------------------------------------------------------------------------------
 
-    def _put_locked(self, key: StoreKey, obj: Mapping[str, Any], current: packing.Packed | None) -> packing.Packed:
+    def _packed_ahead(self, key: StoreKey, obj: Mapping[str, Any], version: str) -> _Ahead | None:
+        """``obj`` packed and indexed without the lock, to be stored by :meth:`_put_locked` — or None when the store
+        holds a version of it not older (the put is not expected: nothing packed for an event dropped or swallowed,
+        so no event is packed twice).
+
+        Read without the lock, as :meth:`get` reads: only okt's own answers (:meth:`observe`) change the entry of an
+        object from another thread meanwhile, to a newer one, after which the put under the lock is refused and this
+        entry dropped; an index added meanwhile (:meth:`add_indexers`) has it packed again, under the lock."""
+        current = self._store.get(key)
+        if current is not None and is_newer(version, current.rv) is not True:
+            return None
+        indexers = self._indexers  # before the packing: add_indexers sets the packing first
+        return indexers, self._packing(obj, indexers, self._codec)
+
+    # -- the lock is held ----------------------------------------------------------------------------------------
+
+    def _put_locked(
+        self, key: StoreKey, obj: Mapping[str, Any], current: packing.Packed | None, ahead: _Ahead | None = None
+    ) -> packing.Packed:
+        """Store ``obj``: as packed ``ahead`` of the lock (:meth:`_packed_ahead`) when that was with the indexes
+        kept now, else packed here."""
         if current is not None:
             self._unindex_locked(key, current)
-        packed = self._packing(obj, self._indexers, self._codec)
+        if ahead is not None and ahead[0] is self._indexers:  # no index added since (it replaces the mapping)
+            packed = ahead[1]
+        else:
+            packed = self._packing(obj, self._indexers, self._codec)
         self._store[key] = packed
         for name, values in zip(self._indexers, packed.index, strict=True):
             index = self._indexes[name]

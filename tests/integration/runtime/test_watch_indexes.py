@@ -3,6 +3,7 @@ daemon of a Gadget reading the index whole, as Kopf's handlers read ``@kopf.inde
 
 from __future__ import annotations
 
+import collections
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -214,3 +215,84 @@ def test_an_index_function_added_to_a_kind_already_watched_holds_no_lock_of_the_
         joining.join(10)
         reading.join(10)
         cache.stop()
+
+
+class IndexingGadgets(shared.GadgetReconciler):
+    """Gadgets indexed by size, one of whose index function hangs on the Gadget named ``stuck``; each Gadget's timer
+    reads the index and counts its reconciles."""
+
+    owns = ()
+    entered: ClassVar[threading.Event] = threading.Event()
+    release: ClassVar[threading.Event] = threading.Event()
+    lock: ClassVar[threading.Lock] = threading.Lock()
+    ticks: ClassVar[collections.Counter[str]] = collections.Counter()
+    read: ClassVar[dict[str, list[str]]] = {}
+
+    @staticmethod
+    def size_of(gadget: Mapping[str, Any]) -> int | None:
+        if gadget["metadata"]["name"] == "stuck":
+            IndexingGadgets.entered.set()
+            IndexingGadgets.release.wait(30)
+        return (gadget.get("spec") or {}).get("size")
+
+    indexes: ClassVar[Mapping[str, watches.IndexFunction]] = {"sizes": size_of}
+
+    @okt.every(seconds=0.2)
+    def look(self, ctx: okt.Context) -> None:
+        same_size = sorted(g["metadata"]["name"] for g in ctx.index("sizes", 1))
+        with self.lock:
+            self.read[ctx.cr.name] = same_size
+            self.ticks[ctx.cr.name] += 1
+
+
+def test_an_index_function_hanging_on_one_event_holds_neither_the_reads_of_the_kind_nor_the_reconciles_of_others(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Callable[..., dict[str, Any]],
+    start_manager: Callable[..., manager_mod.Manager],
+) -> None:
+    """The informer's thread indexes each event's object with the operator's index functions, which may hang: never
+    under the informer's lock, which every read of the kind's store (an index, a list, okt's own write stored) takes."""
+    IndexingGadgets.entered.clear()
+    IndexingGadgets.release.clear()
+    IndexingGadgets.ticks.clear()
+    IndexingGadgets.read = {}
+    make_gadget("g", size=1)
+    manager = start_manager(IndexingGadgets)
+    try:
+        wait_for(lambda: IndexingGadgets.read.get("g") == ["g"], timeout=30, message=lambda: str(IndexingGadgets.read))
+        make_gadget("stuck", size=1)
+        assert IndexingGadgets.entered.wait(10)
+        with IndexingGadgets.lock:
+            ticked = IndexingGadgets.ticks["g"]
+        # Read on another thread, so a read waiting for the lock fails the test instead of hanging it.
+        answered: list[object] = []
+        cache = manager.cache
+        assert cache is not None
+        reading = threading.Thread(
+            target=lambda: answered.extend(
+                [
+                    (cache.get(gadget_kind, "g", namespace) or {}).get("spec"),
+                    [
+                        g["metadata"]["name"]
+                        for g in cache.by_index(gadget_kind, watches.index_name("gadget", "sizes"), 1) or []
+                    ],
+                    [g["metadata"]["name"] for g in cache.list(gadget_kind, namespace)],
+                ]
+            ),
+            daemon=True,
+        )
+        reading.start()
+        reading.join(3)
+        assert answered == [{"size": 1}, ["g"], ["g"]]
+        # The timer's reconciles of the other Gadget go on, each reading the index (and writing its status).
+        wait_for(
+            lambda: IndexingGadgets.ticks["g"] >= ticked + 3, timeout=5, message=lambda: str(IndexingGadgets.ticks)
+        )
+    finally:
+        IndexingGadgets.release.set()
+    wait_for(
+        lambda: IndexingGadgets.read.get("g") == ["g", "stuck"], timeout=10, message=lambda: str(IndexingGadgets.read)
+    )
+    assert manager.working

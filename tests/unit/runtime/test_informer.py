@@ -801,6 +801,61 @@ def test_a_read_does_not_wait_for_the_writer_storing_another_object(api: Any, st
     wait_for(lambda: informer.get("ns", "slow") is not None, timeout=5)
 
 
+def test_each_event_indexes_its_object_once_and_an_event_dropped_or_swallowed_not_at_all(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    """Indexing ahead of the lock costs nothing more: each object stored is packed and indexed once, and an event
+    that stores nothing (out of order, the echo of okt's own write, a deletion) is not packed at all."""
+    calls: list[str] = []
+
+    def counted(o: dict[str, Any]) -> list[str]:
+        calls.append(o["metadata"]["name"])
+        return [o["metadata"]["name"]]
+
+    informer = start(indexers={"names": counted})
+    a = api.put(CM, obj(CM, "a"))
+    api.emit(CM, "ADDED", a)
+    older = json.loads(json.dumps(a))
+    a = api.put(CM, {**a, "data": {"x": "1"}})
+    api.emit(CM, "MODIFIED", a)
+    api.emit(CM, "MODIFIED", older)  # out of order: dropped
+    wait_for(lambda: len(recorder.snapshot()) == 2, timeout=5)
+    mine = api.put(CM, {**a, "data": {"x": "2"}})
+    assert informer.observe(mine, writer=None)
+    api.emit(CM, "MODIFIED", mine)  # the echo of okt's own write: swallowed
+    api.emit(CM, "DELETED", api.remove(CM, "ns", "a"))
+    wait_for(lambda: informer.get("ns", "a") is None, timeout=5)
+    assert calls == ["a", "a", "a"]
+    assert informer.by_index("names", "a") == []
+
+
+def test_an_index_added_while_an_event_is_indexed_ahead_of_the_lock_holds_that_object_too(
+    api: Any, recorder: Any, start: Any, obj: Obj
+) -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_index(o: dict[str, Any]) -> list[str]:
+        if o["metadata"]["name"] == "slow":
+            entered.set()
+            release.wait(10)
+        return ["all"]
+
+    informer = start(indexers={"slow": slow_index})
+    api.emit(CM, "ADDED", api.put(CM, obj(CM, "slow")))
+    assert entered.wait(5)
+    adding = threading.Thread(target=informer.add_indexers, args=({"names": lambda o: [o["metadata"]["name"]]},))
+    adding.start()
+    adding.join(2)
+    try:
+        assert not adding.is_alive(), "adding an index waited for the index function of an event"
+    finally:
+        release.set()
+        adding.join(5)
+    wait_for(lambda: informer.get("ns", "slow") is not None, timeout=5)
+    assert [o["metadata"]["name"] for o in informer.by_index("names", "slow")] == ["slow"]
+    assert [o["metadata"]["name"] for o in informer.by_index("slow", "all")] == ["slow"]
+
+
 def test_a_deleted_event_removes_the_object_and_its_index_entries(
     api: Any, recorder: Any, start: Any, obj: Obj
 ) -> None:

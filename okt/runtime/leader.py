@@ -242,8 +242,12 @@ class LeaderElector:
 
     @property
     def is_leader(self) -> bool:
-        """Whether this process leads now: it won the lease, and its last renewal is younger than the renew deadline
-        (as :meth:`may_write` counts it). What ``leader_election_master_status`` exports."""
+        """Whether this process leads now: it won the lease, its last renewal is younger than the renew deadline, and
+        no renewal was refused as a conflict since — exactly when :meth:`may_write` lets writes through. What
+        ``leader_election_master_status`` exports: after a conflict the process does not know that it leads (someone
+        else wrote the lease, and may hold it) and writes nothing, so the gauge says 0 until a renewal that reads the
+        lease again succeeds. (client-go's gauge says 1 until the renew deadline whatever the renewals meet: its
+        leader writes on meanwhile, okt's does not, and the gauge says what the process does.)"""
         with self._lock:
             return self._leads_locked(self._clock())
 
@@ -254,8 +258,8 @@ class LeaderElector:
             return self._lost
 
     def may_write(self) -> bool:
-        """Whether this process may write now: it leads (:attr:`is_leader`: its last renewal is younger than the renew
-        deadline, counted from when the renewal was sent — the others may have seen it from then on), and no renewal
+        """Whether this process may write now: it leads (:attr:`is_leader`): its last renewal is younger than the renew
+        deadline, counted from when the renewal was sent — the others may have seen it from then on, and no renewal
         was refused as a conflict since.
 
         The second half does not wait for the elector's thread to notice a failed renewal (it may be stuck in a
@@ -264,7 +268,7 @@ class LeaderElector:
         reads it again succeeds (the next attempt comes at once).
         """
         with self._lock:
-            return self._leads_locked(self._clock()) and not self._contested
+            return self._leads_locked(self._clock())
 
     def write_time_left(self) -> float:
         """Seconds this process may still write, from now: until its renew deadline, counted from its last renewal as
@@ -273,7 +277,7 @@ class LeaderElector:
         comes ``lease_duration - renew_deadline`` seconds later at the soonest."""
         with self._lock:
             now = self._clock()
-            if not self._leads_locked(now) or self._contested:
+            if not self._leads_locked(now):
                 return 0.0
             return self.renew_deadline - (now - self._renewed_at)
 
@@ -281,8 +285,8 @@ class LeaderElector:
         """Whether this process leads at ``now`` (on the elector's clock): the one judgment :attr:`is_leader`,
         :meth:`may_write` and :meth:`write_time_left` read. The elector's thread notices a renew deadline passed only
         when it next looks (it may be in a request or in ``on_started_leading`` until then): a leader past it must not
-        be said to lead while its writes are refused."""
-        return self._leading and now - self._renewed_at < self.renew_deadline
+        be said to lead while its writes are refused, nor one whose renewal was refused as a conflict."""
+        return self._leading and not self._contested and now - self._renewed_at < self.renew_deadline
 
     def others_wait(self) -> float:
         """Seconds from now before another replica may take the lease this one held and lost: the lease's duration

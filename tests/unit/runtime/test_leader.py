@@ -181,3 +181,57 @@ def test_a_leader_past_its_renew_deadline_is_said_not_to_lead_as_its_writes_are_
         elector.stop(release=False)
         client.close()
         server.close()
+
+
+CONFLICT = (
+    b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"leases.coordination.k8s.io \\"lease\\" already '
+    b'exists","reason":"AlreadyExists","code":409}'
+)
+
+
+def test_a_leader_whose_renewal_was_refused_as_a_conflict_is_said_not_to_lead_as_its_writes_are_refused() -> None:
+    """A renewal refused as a conflict stops the writes until the lease is read again: ``is_leader`` and the
+    ``leader_election_master_status`` gauge said 1 meanwhile, ``may_write()`` refused every write. The lease here is
+    deleted by hand under its leader, and created by someone else before its renewal creates it again."""
+    reread, answer_reread = threading.Event(), threading.Event()
+
+    def held_reading() -> bytes:
+        reread.set()
+        answer_reread.wait(10)
+        return answers.answer("404 Not Found", NOT_FOUND, "Content-Type: application/json")
+
+    server = answers.ScriptedServer(
+        [
+            answers.answer("404 Not Found", NOT_FOUND, "Content-Type: application/json"),
+            answers.answer("201 Created", CREATED, "Content-Type: application/json"),
+            # The renewal: the lease is gone, and creating it again is refused as a conflict.
+            answers.answer("404 Not Found", NOT_FOUND, "Content-Type: application/json"),
+            answers.answer("409 Conflict", CONFLICT, "Content-Type: application/json"),
+            # Read again at once: held until the test has looked; then the renewal succeeds.
+            held_reading,
+            answers.answer("201 Created", CREATED, "Content-Type: application/json"),
+            *[answers.answer("200 OK", CREATED, "Content-Type: application/json")] * 400,
+        ]
+    )
+    client = loopback.client_for(server.port)
+    now = [1000.0]  # the renew deadline never passes: only the conflict stops the writes
+    elector = leader.LeaderElector(client, "default", "lease", "me", 15.0, 10.0, 0.05, clock=lambda: now[0])
+    exported = metrics.Metrics()
+    exported.track_leader("lease", lambda: elector.is_leader)
+
+    def said() -> tuple[bool, bool, float | None, bool]:
+        gauge = exported.registry.get_sample_value("leader_election_master_status", {"name": "lease"})
+        return elector.is_leader, elector.may_write(), gauge, elector.write_time_left() > 0
+
+    try:
+        elector.start()
+        assert reread.wait(10), "the leader reads the lease again after the conflict"
+        assert said() == (False, False, 0.0, False)
+        assert not elector.lost
+        answer_reread.set()
+        waiting.wait_for(lambda: said() == (True, True, 1.0, True), timeout=10, message=lambda: str(said()))
+    finally:
+        answer_reread.set()
+        elector.stop(release=False)
+        client.close()
+        server.close()

@@ -152,12 +152,27 @@ def _lease_name(value: str | None) -> str | None:
 
 
 def _stuck_after(value: float) -> float | None:
-    """``--stuck-after`` (and ``--mapping-stuck-after``) as the manager takes it: ``None`` for 0 (never), and one
+    """A watchdog's seconds (:func:`_watchdog_option`) as the manager takes them: ``None`` for 0 (never), and one
     line for NaN, which every range check lets through and which would compare false with every stall (a watchdog of
     nothing)."""
     if math.isnan(value):
         raise click.BadParameter("a number of seconds >= 0 (0: never), got nan")
     return value or None
+
+
+def _watchdog_option(name: str, default: float, stalled: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The option of one of the manager's ``/healthz`` watchdogs, ``name``: the seconds after which a piece of work
+    still running (``stalled``: what has run "this long") fails the probe, 0 for never, as :func:`_stuck_after` reads
+    them. Every watchdog is one shape, so each reads, checks and says its seconds alike."""
+    return click.option(
+        name,
+        type=click.FloatRange(min=0),
+        default=default,
+        show_default=True,
+        callback=lambda _ctx, _param, value: _stuck_after(value),
+        metavar="SECONDS",
+        help=f"/healthz fails once {stalled} this long (0: never).",
+    )
 
 
 def _grace_period(value: float) -> float:
@@ -688,24 +703,8 @@ def _rewrite_ca_file(path: pathlib.Path, ca_pem: bytes) -> None:
     help="Folder holding tls.crt and tls.key for /metrics over https, read again when rotated (default: a "
     "self-signed certificate).",
 )
-@click.option(
-    "--stuck-after",
-    type=click.FloatRange(min=0),
-    default=600.0,
-    show_default=True,
-    callback=lambda _ctx, _param, value: _stuck_after(value),
-    metavar="SECONDS",
-    help="/healthz fails once every worker of a controller has been on one reconcile this long (0: never).",
-)
-@click.option(
-    "--mapping-stuck-after",
-    type=click.FloatRange(min=0),
-    default=120.0,
-    show_default=True,
-    callback=lambda _ctx, _param, value: _stuck_after(value),
-    metavar="SECONDS",
-    help="/healthz fails once a controller's mapping of one watched object's event has run this long (0: never).",
-)
+@_watchdog_option("--stuck-after", 600.0, "every worker of a controller has been on one reconcile")
+@_watchdog_option("--mapping-stuck-after", 120.0, "a controller's mapping of one watched object's event has run")
 @click.option(
     "--grace-period",
     type=click.FloatRange(min=0),

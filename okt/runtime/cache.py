@@ -217,8 +217,8 @@ class Cache:
                 new = list(informers.values())
         # The indexes added to a kind already watched are built over its stored objects by the operator's own index
         # functions, which may take their time or never return: never under the cache's lock, which /readyz takes,
-        # and every other start (the informer's own lock is held, as it is while its thread indexes an event). Before
-        # the replay, so the handler joining finds them.
+        # and every other start (the informer's own lock is held while its stored entries are indexed in place; an
+        # event's object is indexed before its thread takes it). Before the replay, so the handler joining finds them.
         for informer in replay:
             informer.add_indexers(indexers or {})
         if replay:

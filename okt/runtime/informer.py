@@ -947,18 +947,25 @@ class Informer:
                 answered = True
                 version = page_version
                 changes: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
+                # Each object to be stored is packed and indexed before the lock, as an event's is (see _handle).
+                kept: list[tuple[StoreKey, dict[str, Any], _Ahead | None]] = []
+                for item in page:
+                    packing.strip(item, self._status_owners, self._field_owners)
+                    key = store_key(item)
+                    if self._keep is not None and not self._keep(item):
+                        if key in self._store:
+                            refused[key] = item  # filtered out: not stored, and dropped below as a leave
+                        continue
+                    kept.append((key, item, self._packed_ahead(key, item, packing.resource_version(item), etcd)))
                 with self._lock:
-                    for item in page:
-                        packing.strip(item, self._status_owners, self._field_owners)
-                        key = store_key(item)
-                        if self._keep is not None and not self._keep(item):
-                            if key in self._store:
-                                refused[key] = item  # filtered out: not stored, and dropped below as a leave
-                            continue
+                    for key, item, ahead in kept:
                         listed.add(key)
                         changes.extend(
-                            self._listed_locked(key, item, relisted, announce_unchanged, page_version if etcd else "")
+                            self._listed_locked(
+                                key, item, relisted, announce_unchanged, page_version if etcd else "", ahead
+                            )
                         )
+                del kept
                 del page
                 if held is None:
                     self._announce_sweep(changes)
@@ -1060,15 +1067,17 @@ class Informer:
         relisted: dict[StoreKey, packing.Packed],
         announce_unchanged: bool,
         etcd_version: str,
+        ahead: _Ahead | None,
     ) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
-        """Store a listed object and return the events that tell it against the store (see :meth:`_relist`); an
-        answer of okt's newer than the list goes into ``relisted``. ``etcd_version`` is the list's resourceVersion
-        when it was read from etcd (a relist), ``""`` when from the watch cache. The lock is held."""
+        """Store a listed object (as packed ``ahead``: :meth:`_packed_ahead`) and return the events that tell it
+        against the store (see :meth:`_relist`); an answer of okt's newer than the list goes into ``relisted``.
+        ``etcd_version`` is the list's resourceVersion when it was read from etcd (a relist), ``""`` when from the
+        watch cache. The lock is held."""
         changes: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
         current = self._store.get(key)
         listed_version = packing.resource_version(item)
         if current is None:
-            self._put_locked(key, item, None)
+            self._put_locked(key, item, None, ahead)
             changes.append((ADDED, item, None))
         elif is_newer(listed_version, current.rv) or (
             # A list read from etcd is what the server holds now: a stored version it does not hold, though newer by
@@ -1083,7 +1092,7 @@ class Informer:
             # carries whatever changed before it (a spec change the watch never told).
             watched = self._shadowed.get(key, current)
             before = None if watched is None else watched.unpack()
-            self._put_locked(key, item, current)
+            self._put_locked(key, item, current, ahead)
             if before is None:
                 changes.append((ADDED, item, None))
             elif packing.uid(before) != packing.uid(item):
@@ -1274,16 +1283,17 @@ class Informer:
 
     # -- store and indexes ---------------------------------------------------------------------------------------
 
-    def _packed_ahead(self, key: StoreKey, obj: Mapping[str, Any], version: str) -> _Ahead | None:
+    def _packed_ahead(self, key: StoreKey, obj: Mapping[str, Any], version: str, etcd: bool = False) -> _Ahead | None:
         """``obj`` packed and indexed without the lock, to be stored by :meth:`_put_locked` — or None when the store
         holds a version of it not older (the put is not expected: nothing packed for an event dropped or swallowed,
-        so no event is packed twice).
+        nor for an object a relist finds unchanged, so no object is packed twice); with ``etcd`` (listed from etcd:
+        see :meth:`_listed_locked`), a version other than the one stored.
 
         Read without the lock, as :meth:`get` reads: only okt's own answers (:meth:`observe`) change the entry of an
         object from another thread meanwhile, to a newer one, after which the put under the lock is refused and this
         entry dropped; an index added meanwhile (:meth:`add_indexers`) has it packed again, under the lock."""
         current = self._store.get(key)
-        if current is not None and is_newer(version, current.rv) is not True:
+        if current is not None and (current.rv == version if etcd else is_newer(version, current.rv) is not True):
             return None
         indexers = self._indexers  # before the packing: add_indexers sets the packing first
         return indexers, self._packing(obj, indexers, self._codec)

@@ -1286,8 +1286,8 @@ class Informer:
     def _packed_ahead(self, key: StoreKey, obj: Mapping[str, Any], version: str, etcd: bool = False) -> _Ahead | None:
         """``obj`` packed and indexed without the lock, to be stored by :meth:`_put_locked` — or None when the store
         holds a version of it not older (the put is not expected: nothing packed for an event dropped or swallowed,
-        nor for an object a relist finds unchanged, so no object is packed twice); with ``etcd`` (listed from etcd:
-        see :meth:`_listed_locked`), a version other than the one stored.
+        nor for an object a relist finds unchanged, so no object is packed twice); with ``etcd`` (a relist's object,
+        which replaces any other version: see :meth:`_listed_locked`), None when the store holds that very version.
 
         Read without the lock, as :meth:`get` reads: only okt's own answers (:meth:`observe`) change the entry of an
         object from another thread meanwhile, to a newer one, after which the put under the lock is refused and this

@@ -63,7 +63,7 @@ import types
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from okt import delays
+from okt import delays, secret_values
 
 if TYPE_CHECKING:
     import pydantic
@@ -592,13 +592,17 @@ def message_of(exc: BaseException) -> str:
     A pydantic ``ValidationError`` that is not okt's :class:`InvalidSpec` (a hook validating data of its own, a
     Secret's say, with a model of its own) is said in one line, the model's name then each bad field and what is wrong
     with it, never the value it was given: pydantic's own text repeats every input, whatever the hook was given.
+
+    The values of the Secrets read while a reconcile or an admission review runs are left out of it
+    (:mod:`okt.secret_values`): the text of an exception of the operator's own code may quote one (``int(password)``,
+    a lookup by it), and every report of an error — the log, Ready, an Event, a refusal — says it through here.
     """
     import pydantic
 
     if isinstance(exc, pydantic.ValidationError):
         said = "; ".join(f"{_field_path('', e['loc'])}: {_one_line(e['msg'])}" for e in exc.errors(include_input=False))
-        return f"{exc.title}: {said or 'invalid'}"
-    return str(exc) or type(exc).__name__
+        return secret_values.left_out(f"{exc.title}: {said or 'invalid'}")
+    return secret_values.left_out(str(exc)) or type(exc).__name__
 
 
 def answered(exc: BaseException, hook: str) -> str:
@@ -626,8 +630,9 @@ def said(exc: BaseException) -> str:
 def where_raised(exc: BaseException) -> dict[str, Any]:
     """What a log line of a user hook's exception carries of where it was raised: ``exc_info`` (structlog writes the
     traceback, the exception's text last, and so the text of each exception it was raised from or during) — or, when
-    one of them is a pydantic ``ValidationError``, whose text repeats every input it was given (a Secret's value), the
-    ``stack`` alone: each exception of the chain where it was raised, said as :func:`said` says it.
+    one of them is a pydantic ``ValidationError``, whose text repeats every input it was given (a Secret's value), or
+    quotes a Secret's value read while it ran (:func:`message_of`), the ``stack`` alone: each exception of the chain
+    where it was raised, said as :func:`said` says it.
 
     The whole chain is looked at: ``raise RuntimeError("the login Secret is unreadable") from exc`` (or the same
     ``raise`` inside the ``except``) of a ``ValidationError`` has the traceback print the ``ValidationError`` too."""

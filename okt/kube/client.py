@@ -47,7 +47,7 @@ import requests
 import urllib3
 import yaml
 
-from okt import errors
+from okt import errors, secret_values
 from okt.kube import discovery, fence, jsonstream, kinds, kubeconfig, tokens, transport
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "apply", "delete"})
@@ -1230,6 +1230,7 @@ class Client:
         result: dict[str, Any] = self.request(
             "GET", path, verb="get", resource=_resource_label(kind, subresource)
         ).json()
+        secret_values.hold(kind.api_version, kind.kind, (result,))
         return result
 
     def get_or_none(self, kind: kinds.Kind, name: str, namespace: str | None = None) -> dict[str, Any] | None:
@@ -1314,6 +1315,7 @@ class Client:
                     continue
                 value.setdefault("apiVersion", kind.api_version)
                 value.setdefault("kind", kind.kind)
+                secret_values.hold(kind.api_version, kind.kind, (value,))
                 page.append(value)
                 if len(page) >= page_size:
                     version = str(meta.get("resourceVersion", ""))

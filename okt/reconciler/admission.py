@@ -52,19 +52,20 @@ a later state.
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import dataclasses
 import functools
 import inspect
 import json
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pydantic
 import structlog
 
-from okt import coroutines, errors
+from okt import coroutines, errors, secret_values
 from okt import names as names_mod
 from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
@@ -205,6 +206,17 @@ def validate(
         scope: the objects the operator serves (default: all); the others are admitted unjudged.
         headers: the HTTP headers the review came with (``ctx.admission.headers``).
     """
+    with _holding_secrets(request):
+        return _validated(reconciler, request, client, scope, headers)
+
+
+def _validated(
+    reconciler: reconciler_mod.Reconciler,
+    request: Mapping[str, Any],
+    client: kube_client.Client,
+    scope: Scope,
+    headers: admission_request.Headers,
+) -> Verdict:
     obj = _judged(reconciler, request, scope, spec_changes_only=True)
     if not isinstance(obj, Mapping):
         return obj
@@ -252,7 +264,8 @@ def mutate(
     never refused: a ``default`` (or a ``when``) that fails on it leaves the object untouched, saying so in a
     warning. okt's own finalizers and annotations are left as the request has them (:func:`_keeping_okts_own`)."""
     given = admission_request.Admission.of(request, headers)
-    verdict = _defaulted(reconciler, request, scope, given)
+    with _holding_secrets(request):
+        verdict = _defaulted(reconciler, request, scope, given)
     if not verdict.allowed and leaves_spec(request):
         # Refusing it would refuse every edit of the object's metadata, okt's own finalizer and bookkeeping too.
         given.warn(f"not defaulted: {verdict.message}")
@@ -465,6 +478,20 @@ def leaves_spec(request: Mapping[str, Any]) -> bool:
         and isinstance(new, Mapping)
         and same_json(old.get("spec"), new.get("spec"))
     )
+
+
+@contextlib.contextmanager
+def _holding_secrets(request: Mapping[str, Any]) -> Iterator[None]:
+    """Leave the values of the Secrets the hooks read, and of the object under review when it is a Secret (its new
+    and its old self), out of what is said of an error while ``request`` is judged: the refusal, the log line."""
+    given = request.get("kind")
+    kind: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+    group, version = kind.get("group") or "", kind.get("version") or ""
+    api_version = f"{group}/{version}" if group else version
+    under_review = [o for o in (request.get("object"), request.get("oldObject")) if isinstance(o, Mapping)]
+    with secret_values.held():
+        secret_values.hold(api_version, str(kind.get("kind") or ""), under_review)
+        yield
 
 
 def _log_failure(

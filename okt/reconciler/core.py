@@ -25,7 +25,7 @@ from typing import Any
 
 import structlog
 
-from okt import coroutines, errors
+from okt import coroutines, errors, secret_values
 from okt.engines import results as results_mod
 from okt.engines import states, stepper
 from okt.kube import client as kube_client
@@ -180,6 +180,22 @@ def reconcile(
             serve (:class:`okt.NotFound`), a name it knows no kind by. The reconcile itself raises nothing for a
             problem of the object or the API (see the module's guarantees).
     """
+    # The values of the Secrets it reads are left out of what is said of its errors: the log, Ready, an Event.
+    with secret_values.held():
+        return _reconcile(reconciler, client, reader, namespace, name, kind=kind, logger=logger, recorder=recorder)
+
+
+def _reconcile(
+    reconciler: reconciler_mod.Reconciler,
+    client: kube_client.Client,
+    reader: Reader | None,
+    namespace: str | None,
+    name: str,
+    *,
+    kind: kinds.Kind | None,
+    logger: structlog.typing.FilteringBoundLogger | None,
+    recorder: events.EventRecorder | None,
+) -> stepper.Run:
     reader = reader or ApiReader(client)
     if not type(reconciler).api_version:
         # Resolved once: the instance keeps what it holds (its timers' clock), and the next reconcile asks nothing.

@@ -42,7 +42,7 @@ from typing import Any, cast
 
 import structlog
 
-from okt import errors
+from okt import errors, secret_values
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 from okt.reconciler import indexes, watches
@@ -467,6 +467,8 @@ class Cache:
         if informer is None:
             return self.client.get_or_none(kind, name, namespace if kind.namespaced else None)
         found = informer.get(namespace if kind.namespaced else None, name)
+        if found is not None:
+            secret_values.hold(kind.api_version, kind.kind, (found,))
         return found
 
     def uid(self, kind: kinds.Kind, name: str, namespace: str | None) -> str | None:
@@ -529,12 +531,14 @@ class Cache:
             for item in items:
                 packing.strip(item, owners, field_owners)
             return items
-        return [
+        found = [
             obj
             for informer in chosen
             for obj in informer.items()
             if (namespace is None or not kind.namespaced or _namespace(obj) == namespace) and labels_match(obj, labels)
         ]
+        secret_values.hold(kind.api_version, kind.kind, found)
+        return found
 
     def observe(self, obj: Mapping[str, Any], writer: object | None = None) -> None:
         """Write-through of an API answer to one of okt's own writes (ignored for kinds that are not watched).

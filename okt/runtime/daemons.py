@@ -69,7 +69,7 @@ from typing import Any
 
 import structlog
 
-from okt import coroutines, errors
+from okt import coroutines, errors, secret_values
 from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds
@@ -534,7 +534,9 @@ class Supervisor:
         attempt = 0
         seen: set[tuple[str, str]] = set()
         try:
-            with fence_mod.fenced(self._fence()):
+            # The values of the Secrets it reads are left out of what is said of its failures (its restarts'
+            # lines), from its first run to its last.
+            with fence_mod.fenced(self._fence()), secret_values.held():
                 while not slot.stop.is_set():
                     attempt += 1
                     ctx = declaration.DaemonContext(

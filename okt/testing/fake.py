@@ -201,7 +201,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NoReturn
 
-from okt import errors
+from okt import errors, secret_values
 from okt.kube import client as kube_client
 from okt.kube import discovery, selectors
 from okt.kube import kinds as kinds_mod
@@ -418,7 +418,9 @@ class FakeClient(kube_client.Client):
         with self._lock:
             kinds_mod.check_name(kind, name)  # the client refuses it before any request: nothing counted
             self._count("get", _label(kind, subresource))
-            return copy.deepcopy(self._existing(kind, name, namespace))
+            found = copy.deepcopy(self._existing(kind, name, namespace))
+        secret_values.hold(kind.api_version, kind.kind, (found,))  # as the client's read does
+        return found
 
     def list_pages(
         self,
@@ -439,6 +441,7 @@ class FakeClient(kube_client.Client):
                 raise _error(400, "BadRequest", f"unable to parse requirement: {exc}") from None
             items = self._select(kind, namespace if kind.namespaced else None, wanted)
             version = str(next(self._version))
+        secret_values.hold(kind.api_version, kind.kind, items)
         yield items, version
 
     def watch(self, kind: kinds_mod.Kind, namespace: str | None = None, **kwargs: Any) -> Iterator[dict[str, Any]]:

@@ -4,6 +4,7 @@ daemon that returned is not restarted by the next event, one that comes back wai
 from __future__ import annotations
 
 import asyncio
+import base64
 import threading
 import time
 from typing import Any, ClassVar, cast
@@ -15,7 +16,7 @@ import structlog
 import okt
 from okt.kube import kinds
 from okt.runtime import daemons, informer
-from okt.testing import wait_for
+from okt.testing import FakeClient, wait_for
 
 KIND = kinds.Kind("example.com/v1", "Thing", "things", True)
 
@@ -389,6 +390,35 @@ def test_a_daemon_failing_again_and_again_logs_each_restart_and_each_distinct_er
     assert with_traceback == [0, 4]
     assert failed[4]["error"].startswith("ValidationError: Credentials: port: ")
     assert "Credentials.model_validate" in failed[4]["stack"]
+    assert "hunter2" not in repr(logged)
+
+
+class ReadingSecret(okt.Reconciler):
+    """A daemon that reads a Secret through its client, then fails on its value (``int()`` quotes it)."""
+
+    api_version = "example.com/v1"
+    kind = "Thing"
+
+    @okt.daemon(backoff=0.01, max_backoff=0.02)
+    def reading(self, ctx: okt.DaemonContext) -> None:
+        read = ctx.client.get(ctx.client.resolve("v1", "Secret"), "login", "ns")
+        int(base64.b64decode(read["data"]["port"]).decode())
+
+
+def test_a_daemon_failing_on_a_secret_s_value_it_read_logs_its_failure_and_traceback_without_the_value() -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "login", "namespace": "ns"}}
+    fake = FakeClient(objects=[{**secret, "stringData": {"port": "hunter2-s3cret"}}])
+    reconciler, store = ReadingSecret(), Store(thing("a", "u1"))
+    sup = daemons.Supervisor(reconciler, fake, KIND, read=store.read, enqueue=lambda namespace, name: None)
+    with structlog.testing.capture_logs() as logged:
+        sup.start(store.objs.values())
+        wait_for(lambda: [e for e in logged if e["event"] == "daemon failed, restarting after a backoff"], timeout=10)
+    sup.halt()
+    assert sup.join(5)
+
+    failed = next(entry for entry in logged if entry["event"] == "daemon failed, restarting after a backoff")
+    assert failed["error"] == "ValueError: invalid literal for int() with base 10: '(a Secret's value, left out)'"
+    assert "int(base64.b64decode" in failed["stack"], failed  # where it was raised, said without the value
     assert "hunter2" not in repr(logged)
 
 

@@ -1,0 +1,102 @@
+"""The values of the Secrets a reconcile reads never reach what okt says of its errors — the log (at every level, the
+traceback included), the Ready condition, the Warning Event — whatever the text of the exception a hook raises on
+them: ``int()`` of a value that is no number quotes it, a lookup by it (``KeyError``) is its repr. What is said still
+names the exception and what went wrong."""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import pydantic
+import pytest
+import structlog
+
+import okt
+from okt.kube import client as kube_client
+from okt.kube import kinds
+from okt.runtime import logs
+from okt.status import events
+from okt.testing import condition, crds
+
+pytestmark = pytest.mark.integration
+
+GROUP = "vaults.okt.io"
+PASSWORD = "hunter2-" + secrets.token_hex(4)
+
+
+class VaultSpec(pydantic.BaseModel):
+    secret: str = "login"
+    lookup: bool = False
+
+
+class Vault(okt.Reconciler):
+    api_version = f"{GROUP}/v1"
+    kind = "Vault"
+    plural = "vaults"
+    spec_model = VaultSpec
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        super().enter_in_state(state, ctx)
+        if state is okt.State.Mutator:
+            spec: VaultSpec = ctx.spec
+            read = ctx.client.get(ctx.client.resolve("v1", "Secret"), spec.secret, ctx.cr.namespace)
+            password = base64.b64decode(read["data"]["password"]).decode()
+            if spec.lookup:
+                {"admin": 1}[password]  # a KeyError whose text is the value
+            int(password)  # a ValueError quoting the value: "invalid literal for int() with base 10: '...'"
+        return None
+
+
+@pytest.fixture(scope="module")
+def vault_kind(apply_crd: Any) -> kinds.Kind:
+    kind: kinds.Kind = apply_crd(crds.schemaless_crd(GROUP, "Vault", "vaults"))
+    return kind
+
+
+@pytest.fixture
+def logged() -> Iterator[io.StringIO]:
+    """okt's log at debug level, rendered as JSON lines (tracebacks included), while the test runs."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    stream = io.StringIO()
+    logs.configure("json", 1, stream=stream)
+    yield stream
+    structlog.reset_defaults()
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+@pytest.mark.parametrize(
+    ("lookup", "said"),
+    [
+        (False, "ValueError: invalid literal for int() with base 10: '(a Secret's value, left out)'"),
+        (True, "KeyError: '(a Secret's value, left out)'"),
+    ],
+    ids=["int", "lookup"],
+)
+def test_a_secret_s_value_quoted_by_a_hook_s_exception_is_left_out_of_the_log_the_condition_and_the_event(
+    kube: kube_client.Client, vault_kind: kinds.Kind, namespace: str, logged: io.StringIO, lookup: bool, said: str
+) -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "login", "namespace": namespace}}
+    kube.create({**secret, "stringData": {"password": PASSWORD}})
+    name = f"v-{secrets.token_hex(3)}"
+    body = {"apiVersion": vault_kind.api_version, "kind": "Vault", "metadata": {"name": name, "namespace": namespace}}
+    kube.create({**body, "spec": {"lookup": lookup}}, vault_kind)
+
+    run = okt.reconcile(Vault(), kube, None, namespace, name, kind=vault_kind, recorder=events.EventRecorder(kube, "v"))
+
+    assert run.outcome.kind is okt.OutcomeKind.RETRY, run.outcome
+    ready = condition(kube.get(vault_kind, name, namespace), "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == ("False", "ReconcileError"), ready
+    assert ready["message"] == said.split(": ", 1)[1], ready["message"]  # still what went wrong
+    [event] = [e for e in kube.list(kinds.EVENT, namespace)[0] if e["involvedObject"]["name"] == name]
+    assert event["message"] == ready["message"], event
+    log = logged.getvalue()
+    assert "Traceback" in log and said in log, log  # its traceback, the value left out
+    assert PASSWORD not in log, log
+    assert PASSWORD not in str(ready) and PASSWORD not in str(event)

@@ -1,0 +1,135 @@
+"""The values of the Secrets a reconcile (or an admission review) reads are left out of what okt says of an error:
+its message (Ready, an Event, a webhook's refusal) and its log line, a traceback's included."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+import structlog.testing
+
+import okt
+from okt import errors, secret_values
+from okt.kube import kinds
+from okt.reconciler import admission
+from okt.testing import FakeClient, condition
+
+PASSWORD = "hunter2-in-clear"
+SECRET = {
+    "apiVersion": "v1",
+    "kind": "Secret",
+    "metadata": {"name": "login", "namespace": "ns"},
+    "data": {"password": base64.b64encode(PASSWORD.encode()).decode(), "pin": base64.b64encode(b"42").decode()},
+}
+WIDGET = kinds.Kind("example.com/v1", "Widget", "widgets")
+
+
+def test_outside_a_block_nothing_is_held_nor_left_out() -> None:
+    secret_values.hold("v1", "Secret", [SECRET])
+
+    assert secret_values.left_out(f"bad {PASSWORD}") == f"bad {PASSWORD}"
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (f"invalid literal for int() with base 10: '{PASSWORD}'", "int() with base 10: '(a Secret's value, left out)'"),
+        (f"bad {SECRET['data']['password']}", "bad (a Secret's value, left out)"),  # as stored, base64
+        ("a token: t0k3n-of-the-text", "a token: (a Secret's value, left out)"),  # a stringData value
+        (f"{PASSWORD}, {PASSWORD}-more", "(a Secret's value, left out), (a Secret's value, left out)-more"),
+        ("pin 42 is 42", "pin 42 is 42"),  # shorter than SHORTEST: it would be taken out of every number
+    ],
+    ids=["decoded", "base64", "string-data", "each-occurrence", "short"],
+)
+def test_the_values_of_a_secret_read_in_a_block_are_left_out_of_a_text(text: str, said: str) -> None:
+    with secret_values.held():
+        secret_values.hold("v1", "Secret", [SECRET, {"stringData": {"token": "t0k3n-of-the-text"}}])
+        secret_values.hold("v1", "ConfigMap", [{"data": {"other": "in a ConfigMap"}}])  # not a Secret: kept
+
+        assert said in secret_values.left_out(text)
+        assert secret_values.left_out("in a ConfigMap") == "in a ConfigMap"
+
+
+def test_a_value_holding_another_is_left_out_whole_and_never_out_of_what_stands_for_it() -> None:
+    with secret_values.held():
+        secret_values.hold("v1", "Secret", [{"stringData": {"a": "left", "b": "left-and-more"}}])
+
+        assert secret_values.left_out("left-and-more left") == f"{secret_values.LEFT_OUT} {secret_values.LEFT_OUT}"
+
+
+def test_message_of_and_the_traceback_okt_logs_leave_the_value_out() -> None:
+    try:
+        {}[PASSWORD]
+    except KeyError as exc:
+        raised = exc
+    with secret_values.held():
+        secret_values.hold("v1", "Secret", [SECRET])
+
+        assert errors.said(raised) == "KeyError: '(a Secret's value, left out)'"
+        where = errors.where_raised(raised)
+        assert "exc_info" not in where and PASSWORD not in where["stack"], where
+        assert where["stack"].endswith("KeyError: '(a Secret's value, left out)'\n"), where["stack"]
+
+
+class Vault(okt.Reconciler):
+    api_version = "example.com/v1"
+    kind = "Widget"
+    plural = "widgets"
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        super().enter_in_state(state, ctx)
+        if state is okt.State.Mutator:
+            read = ctx.client.get(ctx.client.resolve("v1", "Secret"), "login", "ns")
+            int(base64.b64decode(read["data"]["password"]).decode())
+        return None
+
+
+def test_a_hook_s_exception_quoting_a_secret_it_read_is_said_without_the_value_in_ready_and_the_log() -> None:
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}}
+    fake = FakeClient(kinds=[WIDGET], objects=[widget, SECRET])
+
+    with structlog.testing.capture_logs() as logged:
+        okt.reconcile(Vault(), fake, None, "ns", "w")
+
+    ready = condition(fake.stored(WIDGET, "w", "ns"), "Ready")
+    assert ready is not None and ready["message"] == (
+        "invalid literal for int() with base 10: '(a Secret's value, left out)'"
+    ), ready
+    assert PASSWORD not in repr(logged), logged
+    assert secret_values.left_out(PASSWORD) == PASSWORD  # the reconcile's record went with it
+
+
+class Secrets(okt.Reconciler):
+    api_version = "v1"
+    kind = "Secret"
+    plural = "secrets"
+
+    def check(self, ctx: okt.Context) -> None:
+        password = base64.b64decode(ctx.cr.raw["data"]["password"]).decode()
+        if len(password) > 10:
+            raise okt.PermanentError(f"{password} is longer than 10 characters")
+        {"admin": 1}[password]
+
+
+def review(obj: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "uid": "u-1",
+        "operation": "CREATE",
+        "object": obj,
+        "kind": {"group": "", "version": "v1", "kind": "Secret"},
+        "resource": {"group": "", "version": "v1", "resource": "secrets"},
+    }
+
+
+def test_a_check_of_a_secret_under_review_is_refused_and_logged_without_its_values() -> None:
+    short = {**SECRET, "data": {"password": base64.b64encode(b"short-pw").decode()}}
+
+    refused = admission.validate(Secrets(), review(SECRET), FakeClient())
+    with structlog.testing.capture_logs() as logged:
+        buggy = admission.validate(Secrets(), review(short), FakeClient())
+
+    assert refused.message == "(a Secret's value, left out) is longer than 10 characters", refused
+    assert buggy.message == "internal error in check: KeyError", buggy
+    [line] = logged
+    assert line["error"] == "KeyError: '(a Secret's value, left out)'", line

@@ -12,7 +12,7 @@ import pydantic
 import pytest
 import structlog.testing
 
-from okt import errors
+from okt import errors, secret_values
 from okt.kube import kinds, objects
 from okt.reconciler import core, indexes, watches
 from okt.resources import take_over
@@ -311,6 +311,26 @@ def test_labels_that_are_no_selector_are_refused_from_the_store_as_from_the_api(
     with pytest.raises(errors.InvalidSpec, match="label selector"):
         core.ApiReader(api).list(CM, "ns", labels)
     assert [listed for listed in api.lists if listed[0] == "secrets"] == []  # refused before any request
+
+
+def test_the_values_of_a_watched_secret_read_from_the_store_are_left_out_of_what_an_error_says(
+    api: Any, make_cache: Any, obj: Obj
+) -> None:
+    """A reconcile of ``okt run`` reads a watched Secret from the store, never through the client: its values are
+    recorded as the client's reads record them (:mod:`okt.secret_values`)."""
+    api.put(SECRET, {**obj(SECRET, "s"), "data": {"password": "aHVudGVyMi1pbi1jbGVhcg=="}})  # hunter2-in-clear
+    api.put(SECRET, {**obj(SECRET, "t"), "data": {"token": "dDBrM24tb2YtdGhlLWxpc3Q="}})  # t0k3n-of-the-list
+    cache = make_cache()
+    cache.start(SECRET, lambda *_: None)
+    assert cache.wait_for_sync(5)
+
+    with secret_values.held():
+        cache.get(SECRET, "s", "ns")
+        assert secret_values.left_out("hunter2-in-clear, t0k3n-of-the-list") == (
+            "(a Secret's value, left out), t0k3n-of-the-list"
+        )
+        cache.list(SECRET, "ns")
+        assert secret_values.left_out("t0k3n-of-the-list") == "(a Secret's value, left out)"
 
 
 def test_a_selector_of_valid_labels_is_their_equalities_sorted() -> None:

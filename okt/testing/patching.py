@@ -280,8 +280,10 @@ def json_patch(target: Mapping[str, Any], operations: Sequence[Mapping[str, Any]
             current = container.get(last, _ABSENT)
         if kind == "test":
             if current is _ABSENT or not _same_json(current, op.get("value")):
-                found = None if current is _ABSENT else current
-                raise _invalid(f"the test of {path} failed: it holds {found!r}, not {op.get('value')!r}")
+                # Named by its path, never by the values: they may be a Secret's data, and the API server quotes
+                # neither (its message says nothing of the path either).
+                held = "nothing is there" if current is _ABSENT else "it holds another value than the one tested"
+                raise _invalid(f"the test of {path} failed: {held}")
         elif kind == "add":
             value = copy.deepcopy(op.get("value"))
             if isinstance(container, list):

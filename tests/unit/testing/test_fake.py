@@ -464,6 +464,21 @@ def test_a_json_patch_test_of_an_equal_python_value_of_another_json_type_fails_a
     assert fake.get(GADGET, "g", "ns")["spec"] == {"size": 1, "enabled": stored}
 
 
+def test_a_failed_json_patch_test_of_a_secret_s_data_names_the_path_never_the_values(fake: FakeClient) -> None:
+    """The API server's answer quotes neither the value held nor the one tested (``the server rejected our request due
+    to an error in our request``); the fake's named both, a Secret's data in a user's test log."""
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns"}}
+    fake.create({**secret, "stringData": {"pw": "hunter2-in-clear"}})
+    guarded = [{"op": "test", "path": "/data/pw", "value": "aHVudGVyMy1ndWVzc2Vk"}]
+
+    with pytest.raises(errors.Invalid) as raised:
+        fake.patch(kinds.builtin("v1", "Secret"), "s", guarded, "ns", patch_type="json")
+
+    said = f"{raised.value} {raised.value.api_message}"
+    assert "the test of /data/pw failed: it holds another value than the one tested" in said, said
+    assert "aHVudGVyMi1pbi1jbGVhcg" not in said and "aHVudGVyMy1ndWVzc2Vk" not in said, said
+
+
 def test_a_write_to_the_object_leaves_the_status_and_one_to_the_status_leaves_the_rest(fake: FakeClient) -> None:
     fake.create(gadget(size=1))
 

@@ -11,10 +11,11 @@ said, since each of those goes through :func:`okt.errors.message_of`.
 
 Guarantees:
 
-* :func:`held` binds a fresh record to the running context for a block (a reconcile); the kube client's reads of
-  Secrets (:func:`hold`: ``get``, ``list``, through ``ctx.client`` or the runtime's readers) add each value of their
-  ``data`` (decoded, and as stored in base64) and ``stringData`` to it, from any thread or task that runs the block's
-  hooks (the record is shared, not copied, with a context copied from it);
+* :func:`held` binds a fresh record to the running context for a block (a reconcile, a daemon's runs, an admission
+  review); the kube client's reads of Secrets (:func:`hold`: ``get``, ``list``, through ``ctx.client`` or the
+  runtime's readers), a reconcile's Secret children (desired and live) and a Secret under review add each value of
+  their ``data`` (decoded, and as stored in base64) and ``stringData`` to it, from any thread or task that runs the
+  block's hooks (the record is shared, not copied, with a context copied from it);
 * :func:`left_out` replaces each held value of :data:`SHORTEST` characters or more in a text, the longest first, by
   :data:`LEFT_OUT`; outside a block it changes nothing.
 

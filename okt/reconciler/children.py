@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from okt import coroutines, errors
+from okt import coroutines, errors, secret_values
 from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.kube import kinds
@@ -120,6 +120,10 @@ def mutate(ctx: context_mod.Context) -> None:
             res.mutate_with_cr(ctx.cr)
             check_watched(res, ctx)
             apply.prepare(res, ctx.cr, names)
+            # A Secret child's values (made by the operator: generated, read from elsewhere) are left out of what is
+            # said of the reconcile's errors, as those of a Secret it reads are; its live values as well.
+            read = (res.desired, res.live) if res.live is not None else (res.desired,)
+            secret_values.hold(str(res.desired.get("apiVersion")), str(res.desired.get("kind")), read)
             ctx.decisions[res.key] = apply.decide(res, res.live, ctx.cr, names, keyed=keyed)
         except errors.MutationError as exc:
             # A mutation that renames a child is a bug of the operator, not of the object: retrying cannot help

@@ -133,3 +133,44 @@ def test_a_check_of_a_secret_under_review_is_refused_and_logged_without_its_valu
     assert buggy.message == "internal error in check: KeyError", buggy
     [line] = logged
     assert line["error"] == "KeyError: '(a Secret's value, left out)'", line
+
+
+class Generated(okt.SecretResource):
+    """A Secret child whose password the operator makes (generated, or read from a vault of its own)."""
+
+    template = """
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+"""
+
+    def mutate_with_cr(self, cr: okt.CustomResource) -> None:
+        self.desired["stringData"] = {"password": "made-" + PASSWORD}
+
+
+class Maker(okt.Reconciler):
+    api_version = "example.com/v1"
+    kind = "Widget"
+    plural = "widgets"
+    owns = (Generated,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [Generated(ctx.cr)]
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        super().enter_in_state(state, ctx)
+        if state is okt.State.Mutator:  # the child made, not written yet
+            raise RuntimeError(f"the operand refused the password made-{PASSWORD}")
+        return None
+
+
+def test_a_hook_s_exception_quoting_a_secret_child_s_value_is_said_without_it() -> None:
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}}
+    fake = FakeClient(kinds=[WIDGET], objects=[widget])
+
+    okt.reconcile(Maker(), fake, None, "ns", "w")
+
+    ready = condition(fake.stored(WIDGET, "w", "ns"), "Ready")
+    assert ready is not None and ready["message"] == "the operand refused the password (a Secret's value, left out)"

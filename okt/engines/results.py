@@ -29,7 +29,7 @@ import dataclasses
 import enum
 from typing import Self
 
-from okt import delays, errors
+from okt import delays, errors, secret_values
 from okt.resources import resource as resource_mod
 
 #: The longest requeue or retry delay, in seconds (6 hours): :data:`okt.delays.MAX_DELAY`.
@@ -257,7 +257,9 @@ class Results:
             error = errors.GiveUp(reason, alarming=True)
         entry = Entry(Operation.GIVE_UP, error=error)
         if self._gave_up is None:
-            self._gave_up = reason
+            # Said as an error's message is (Ready's message, the outcome in the log): without the values of the
+            # Secrets the reconcile read, which an author's reason may quote.
+            self._gave_up = secret_values.left_out(reason)
         self._alarming = self._alarming or alarming
         self._entries.append(entry)
         self._counts[Operation.GIVE_UP] = self._counts.get(Operation.GIVE_UP, 0) + 1

@@ -174,3 +174,26 @@ def test_a_hook_s_exception_quoting_a_secret_child_s_value_is_said_without_it() 
 
     ready = condition(fake.stored(WIDGET, "w", "ns"), "Ready")
     assert ready is not None and ready["message"] == "the operand refused the password (a Secret's value, left out)"
+
+
+class Weak(okt.Reconciler):
+    api_version = "example.com/v1"
+    kind = "Widget"
+    plural = "widgets"
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        super().enter_in_state(state, ctx)
+        if state is okt.State.CRChecker:
+            read = ctx.client.get(ctx.client.resolve("v1", "Secret"), "login", "ns")
+            password = base64.b64decode(read["data"]["password"]).decode()
+            return okt.give_up(f"the password {password} is too weak")
+        return None
+
+
+def test_a_give_up_whose_reason_quotes_a_secret_it_read_is_said_without_the_value() -> None:
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}}
+    fake = FakeClient(kinds=[WIDGET], objects=[widget, SECRET])
+
+    run = okt.reconcile(Weak(), fake, None, "ns", "w")
+
+    assert str(run.outcome) == "give_up(the password (a Secret's value, left out) is too weak)"

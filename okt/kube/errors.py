@@ -199,6 +199,8 @@ class ApiError(errors.OktError):
             kind: type[ApiError] = RequestTooLarge
         elif status >= 500 and (untyped := _UNTYPED_PATCH.match(message)) is not None:
             kind, causes = Invalid, tuple(causes) or _untyped_causes(untyped.group(1))
+        elif status >= 500 and (undecoded := _UNDECODED_APPLY.match(message)) is not None:
+            kind, causes = Invalid, tuple(causes) or (StatusCause(UNDECODED, undecoded.group(1).strip()),)
         elif 500 <= status <= 599:
             kind = ServerError
         else:
@@ -389,6 +391,22 @@ def _untyped_causes(said: str) -> tuple[StatusCause, ...]:
         elif error:
             causes.append(StatusCause(UNTYPED, error))
     return tuple(causes)
+
+
+_UNDECODED_APPLY = re.compile(
+    r"failed to convert new object(?: \([^)]*\))? to proper version(?: \([^)]*\))?: "
+    r"unable to convert unstructured object to [^:]*: (.*)",
+    re.DOTALL,
+)
+"""How the API server refuses an apply whose body it typed but cannot decode into its kind's Go object, as a 500 as
+well: a value of the right JSON type in a form the kind does not take — ``data`` of a Secret that is not base64
+(``error decoding from json: illegal base64 data at input byte 3``), a quantity that is none (``quantities must match
+the regular expression ...``), a time that is none (``parsing time ...``). The same body is refused at every try. A
+conversion webhook that fails says ``conversion webhook ... failed`` after the same first words: a failure of the
+webhook, retried, never read here."""
+UNDECODED = "FieldValueInvalid"
+"""The reason of the cause read out of such an answer (the API's own name for an invalid value; the answer names no
+field)."""
 
 
 _STORAGE_TOO_LARGE = "etcdserver: request is too large"

@@ -223,6 +223,49 @@ def test_an_apply_the_api_server_cannot_type_is_an_invalid_object_naming_each_fi
     assert error is not None and error.fields == tuple(field or "(object)" for field, _ in causes)
 
 
+@pytest.mark.parametrize(
+    ("message", "said"),
+    [
+        (
+            "failed to convert new object to proper version: unable to convert unstructured object to /v1, "
+            "Kind=Secret: error decoding from json: illegal base64 data at input byte 3",
+            "error decoding from json: illegal base64 data at input byte 3",
+        ),
+        (
+            "failed to convert new object to proper version: unable to convert unstructured object to /v1, Kind=Pod: "
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+        ),
+        (
+            "failed to convert new object (ns/web; apps/v1, Kind=Deployment) to proper version (apps/v1): unable to "
+            'convert unstructured object to apps/v1, Kind=Deployment: parsing time "x" as "2006-01-02T15:04:05Z07:00"',
+            'parsing time "x" as "2006-01-02T15:04:05Z07:00"',
+        ),
+    ],
+    ids=["base64", "quantity", "object-named"],
+)
+def test_an_apply_the_api_server_cannot_decode_into_its_kind_is_an_invalid_object_though_a_500(
+    message: str, said: str
+) -> None:
+    """A value of the right JSON type in a form the kind does not take (a Secret's ``data`` that is no base64, a
+    quantity that is none): the API server answers the apply with a 500, the same at every try."""
+    exc = errors.ApiError.from_status(500, "InternalError", message)
+
+    assert isinstance(exc, errors.Invalid) and exc.status == 500 and exc.retryable is False
+    assert [(c.reason, c.field, c.message) for c in exc.causes] == [(kube_errors.UNDECODED, "", said)]
+    error = errors.InvalidChild.from_invalid("Secret/ns/web", exc, "then")
+    assert error is not None and error.fields == ("(object)",)
+
+
+def test_a_conversion_webhook_failing_on_an_apply_stays_a_server_error() -> None:
+    message = (
+        "failed to convert new object to proper version: conversion webhook for example.com/v2, Kind=Widget failed: "
+        'Post "https://widgets.default.svc:443/convert": dial tcp: connection refused'
+    )
+    exc = errors.ApiError.from_status(500, "InternalError", message)
+    assert type(exc) is errors.ServerError and exc.retryable
+
+
 def test_a_server_failure_that_is_no_typing_of_an_apply_stays_a_server_error() -> None:
     exc = errors.ApiError.from_status(500, "InternalError", "failed to create typed live object: .spec: broken")
     assert type(exc) is errors.ServerError and exc.retryable

@@ -204,6 +204,29 @@ class Keeper(okt.Reconciler):
         return [PickerStatefulSet(ctx.cr)]
 
 
+class PickerSecret(okt.SecretResource):
+    template = """
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ name }}
+  namespace: {{ namespace }}
+data:
+  token: {{ cr.spec.tier }}
+"""
+
+
+class Sealer(okt.Reconciler):
+    api_version = f"{GROUP}/v1"
+    kind = "Picker"
+    plural = "pickers"
+    spec_model = PickerSpec
+    owns = (PickerSecret,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        return [PickerSecret(ctx.cr)]
+
+
 @pytest.fixture(scope="module")
 def picker_kind(apply_crd: Any) -> kinds.Kind:
     kind: kinds.Kind = apply_crd(crds.schemaless_crd(GROUP, "Picker", "pickers"))
@@ -380,6 +403,44 @@ def test_two_items_of_one_key_in_a_list_apply_merges_by_key_are_reported_once_an
     fixed = okt.reconcile(Namer(), kube, None, namespace, name, kind=picker_kind)
 
     assert fixed.outcome.kind is okt.OutcomeKind.DONE, fixed.outcome
+
+
+def test_a_value_the_api_server_cannot_decode_into_its_kind_is_reported_once_and_reconciled_again_once_fixed(
+    kube: kube_client.Client, picker_kind: kinds.Kind, namespace: str
+) -> None:
+    """A Secret's ``data`` that is no base64: a string where a string goes, so server-side apply types it, but the API
+    server cannot decode it into a Secret and answers 500 ("failed to convert new object to proper version"), the
+    same at every try. A refusal for good, said without the value."""
+    name = f"p-{secrets.token_hex(3)}"
+    body = {"apiVersion": picker_kind.api_version, "kind": "Picker", "metadata": {"name": name, "namespace": namespace}}
+    kube.create({**body, "spec": {"tier": "hunter2!"}}, picker_kind)
+    recorder = events.EventRecorder(kube, "picker")
+
+    refused = okt.reconcile(Sealer(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
+
+    assert refused.outcome.kind is okt.OutcomeKind.GIVE_UP, refused.outcome
+    ready = condition(kube.get(picker_kind, name, namespace), "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == ("False", "InvalidChild"), ready
+    message = ready["message"]
+    assert f"Secret/{namespace}/{name}" in message and "illegal base64 data" in message, message
+    assert "hunter2" not in message, message
+    before = kube.stats.snapshot()
+
+    for _ in range(3):
+        again = okt.reconcile(Sealer(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
+        assert again.outcome.kind is okt.OutcomeKind.GIVE_UP, again.outcome
+
+    assert shared.write_requests(kube, before) == {}  # the same child refused before is not sent again
+    [event] = [e for e in kube.list(kinds.EVENT, namespace)[0] if e["involvedObject"]["name"] == name]
+    assert (event["type"], event["reason"], event["count"]) == ("Warning", "InvalidChild", 1)
+    assert "hunter2" not in event["message"], event["message"]
+
+    kube.patch(picker_kind, name, {"spec": {"tier": "aHVudGVyMg=="}}, namespace)
+    fixed = okt.reconcile(Sealer(), kube, None, namespace, name, kind=picker_kind, recorder=recorder)
+
+    assert fixed.outcome.kind is okt.OutcomeKind.DONE, fixed.outcome
+    live = shared.get_child(kube, "v1", "Secret", namespace, name)
+    assert live is not None and live["data"]["token"] == "aHVudGVyMg=="
 
 
 def test_a_node_port_another_service_holds_is_retried_until_it_is_free(

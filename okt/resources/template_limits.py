@@ -77,29 +77,54 @@ CONSTANT_TIME_FILTERS = frozenset({"length", "count", "first", "last", "default"
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
+def _least_json(item: Any) -> tuple[int, Iterable[Any]]:
+    """An item's fewest characters as JSON but its scalars' (each counted by its container), and its items to walk."""
+    if isinstance(item, str):
+        return len(item) + 1, ()  # its quotes; its one character was counted with its container
+    if isinstance(item, Mapping):
+        children: Iterable[Any] = item.values()
+        size = 4 * len(item)  # each entry's key quotes, colon and comma, at least
+    elif isinstance(item, list | tuple | set | frozenset):
+        children = item
+        size = 2 * len(item)  # its brackets and commas, and each item's one character
+    else:
+        return 0, ()
+    return size, (child for child in children if type(child) not in _SCALARS or type(child) is str)
+
+
+def _placed_json(item: Any) -> tuple[int, Iterable[Any]]:
+    """About an item's characters as JSON when placed, its items' excepted (a scalar as 8, a model dumped), and its
+    items to walk."""
+    if isinstance(item, str):
+        return len(item) + 2, ()
+    if isinstance(item, Mapping):
+        return 2 + sum(len(str(key)) + 4 for key in item), item.values()
+    if isinstance(item, list | tuple):
+        return 2 + len(item), item
+    if isinstance(item, pydantic.BaseModel):
+        return len(item.model_dump_json(by_alias=True, exclude_none=True)), ()
+    return 8, ()
+
+
+def _json_size(value: Any, budget: int, count: Callable[[Any], tuple[int, Iterable[Any]]], first: int = 0) -> int:
+    """The characters ``value`` takes as JSON, ``count`` saying each item's own and which items to walk, counted from
+    ``first`` until they pass ``budget``: a list of a million items says so at once, without a walk."""
+    if isinstance(value, str):
+        return len(value)
+    size, stack = first, [value]
+    while stack and size <= budget:
+        own, children = count(stack.pop())
+        size += own
+        if size <= budget:
+            stack.extend(children)
+    return size
+
+
 def least_json_size(value: Any, budget: int) -> int:
     """The fewest characters ``value`` takes as JSON (a string its length, a list its brackets, commas and at least one
     character an item), counted until it passes ``budget``: a list of a million items says so at once, without a
     walk. An object of another kind (a model, a client) counts one character, unwalked."""
-    if isinstance(value, str):
-        return len(value)
-    size, stack = 1, [value]
-    while stack and size <= budget:
-        item = stack.pop()
-        if isinstance(item, str):
-            size += len(item) + 1  # its quotes; its one character was counted with its container
-            continue
-        if isinstance(item, Mapping):
-            size += 4 * len(item)  # each entry's key quotes, colon and comma, at least
-            children: Iterable[Any] = item.values()
-        elif isinstance(item, list | tuple | set | frozenset):
-            size += 2 * len(item)  # its brackets and commas, and each item's one character
-            children = item
-        else:
-            continue
-        if size <= budget:
-            stack.extend(child for child in children if type(child) not in _SCALARS or type(child) is str)
-    return size
+    return _json_size(value, budget, _least_json, first=1)
 
 
 def bounded_input(filter_: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -537,27 +562,6 @@ def json_text(data: Any, indent: int | str | None) -> str:
 
 
 def value_size(value: Any, budget: int) -> int:
-    """About the characters a placed value takes in the child's JSON, counted until it passes ``budget``."""
-    kind = type(value)
-    if kind is str:
-        return len(value)
-    if isinstance(value, str):  # to_yaml's and tojson's text, an enum's
-        return len(value)
-    size, stack = 0, [value]
-    while stack and size <= budget:
-        item = stack.pop()
-        if isinstance(item, str):
-            size += len(item) + 2
-        elif isinstance(item, Mapping):
-            size += 2
-            for key, child in item.items():
-                size += len(str(key)) + 4
-                stack.append(child)
-        elif isinstance(item, list | tuple):
-            size += 2 + len(item)
-            stack.extend(item)
-        elif isinstance(item, pydantic.BaseModel):
-            size += len(item.model_dump_json(by_alias=True, exclude_none=True))
-        else:
-            size += 8
-    return size
+    """About the characters a placed value takes in the child's JSON (a string its text's, a scalar 8, a model its
+    JSON's), counted until it passes ``budget``: more than its least JSON size, to bound what is placed."""
+    return _json_size(value, budget, _placed_json)

@@ -14,8 +14,9 @@ Guarantees: ``+`` and ``*`` on a string, bytes, list or tuple; ``~``; ``list.ext
 ``-`` on integers (no more digits than Python writes a number with); ``%`` and ``| format`` on a string or bytes;
 ``str.format`` and ``format_map`` widths and precisions; the filters ``join``, ``replace``, ``center``,
 ``wordwrap`` (its size, and its time on a long word), ``batch``, ``slice``, ``sum`` (of lists or tuples),
-``tojson(indent=)``; the string and bytes methods ``ljust``, ``rjust``, ``center``, ``zfill``, ``expandtabs``,
-``replace``, ``join``, ``translate``, and ``int.to_bytes``. Within the bound, each gives what Jinja2 and Python give.
+``tojson(indent=)``, ``pprint`` (no text longer than a child holds); the string and bytes methods ``ljust``,
+``rjust``, ``center``, ``zfill``, ``expandtabs``, ``replace``, ``join``, ``translate``, and ``int.to_bytes``.
+Within the bound, each gives what Jinja2 and Python give.
 
 Bytes are no value a child holds, but a template reaches them (``"x".encode()``, ``(1).to_bytes(n, "big")``), and
 each of their sized operations built what the custom resource said before anything placed it: ``"x".encode() * n``
@@ -23,7 +24,9 @@ or ``.ljust(n)`` with ``n = 10**10`` took the operator's memory as the string's 
 
 Every filter but those reading a few items whatever the size (``length``, ``first``...) refuses an input larger than
 any child can hold, :data:`CHILD_SIZE` as JSON, before it walks it (:func:`bounded_input`): what it built was bounded,
-but not the time it took to walk the 3 million items :data:`MAX_SIZE` lets a list hold.
+but not the time it took to walk the 3 million items :data:`MAX_SIZE` lets a list hold. Their inputs together, in
+one render, come to no more than :data:`FILTERED_SIZE` (a filter slower a character than most counting its input more
+than once, :data:`FILTER_COST`): fifty ``| pprint`` of one 1.4 MiB list, each within the bound, took two minutes.
 
 ``+``, ``~`` and ``list.extend`` join values that exist already, so one step at most doubles them, but a loop the
 custom resource bounds doubled a value as often as it said: they refuse a result beyond :data:`MAX_SIZE` too.
@@ -77,6 +80,17 @@ CONSTANT_TIME_FILTERS = frozenset({"length", "count", "first", "last", "default"
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
+FILTERED_SIZE = 4 * MAX_SIZE
+"""The most characters of input (as :func:`least_json_size` counts them) the filters of one render may walk together:
+four times what the API server takes in one request, so that a template filtering each value of the largest child a
+few times is never refused, while one filtering a large value in a loop is (each filter's input is bounded alone)."""
+
+FILTER_COST = types.MappingProxyType({"pprint": 3, "to_yaml": 8})
+"""How many times :data:`FILTERED_SIZE` counts the input of a filter slower a character than most: ``| pprint`` and
+``| to_yaml`` walk a value in Python, an item at a time (700,000 zeros took ``| pprint`` 2.5 seconds and ``| to_yaml``
+15, ``| tojson`` 0.8); ``| to_yaml`` of a value a child holds still passes, once."""
+
+
 def _least_json(item: Any) -> tuple[int, Iterable[Any]]:
     """An item's fewest characters as JSON but its scalars' (each counted by its container), and its items to walk."""
     if isinstance(item, str):
@@ -127,14 +141,17 @@ def least_json_size(value: Any, budget: int) -> int:
     return _json_size(value, budget, _least_json, first=1)
 
 
-def bounded_input(filter_: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """A Jinja2 filter refusing an input larger than :data:`CHILD_SIZE` as JSON, before it walks it.
+def bounded_input(filter_: Callable[..., Any], name: str, spend: Callable[[int, str], None]) -> Callable[..., Any]:
+    """A Jinja2 filter refusing an input larger than :data:`CHILD_SIZE` as JSON, before it walks it, and handing its
+    size, times its :data:`FILTER_COST`, to ``spend`` (the render's count, which refuses one past
+    :data:`FILTERED_SIZE`: :func:`check_filtered`).
 
     A filter's time grows with its input, and okt's bounds looked at what it built, once built: ``| pprint``,
     ``| map('upper')``, ``| sort`` or ``| escape`` of the 3 million items ``[0] * 3000000`` allows (within
     :data:`MAX_SIZE`, which counts a list's items, not its JSON) each held a worker for 6 to 12 seconds, for a value
     no child holds. A custom resource's value, and anything a child holds, is never larger than that; a string of a
     megabyte (a ConfigMap's value) is filtered as before."""
+    cost = FILTER_COST.get(name, 1)
     offset = 0 if getattr(filter_, "jinja_pass_arg", None) is None else 1  # after the context or environment
 
     @functools.wraps(filter_)  # keeps Jinja2's pass_context / pass_environment mark
@@ -153,9 +170,21 @@ def bounded_input(filter_: Callable[..., Any], name: str) -> Callable[..., Any]:
                     f"| {name} of a {kind.__name__} of at least {size} characters as JSON, more than the {CHILD_SIZE} "
                     "the API server keeps in one object: no child holds it"
                 )
+            if size:
+                spend(size * cost, name)
         return filter_(*args, **kwargs)
 
     return bounded
+
+
+def check_filtered(filtered: int, name: str) -> None:
+    """Raise :class:`TooLarge` when the filters of a render, this ``| name`` the last, walked ``filtered`` characters
+    of input (as :func:`bounded_input` counts them) beyond :data:`FILTERED_SIZE`."""
+    if filtered > FILTERED_SIZE:
+        raise TooLarge(
+            f"| {name}: the filters of this render would walk {filtered} characters of input as JSON, more than the "
+            f"{FILTERED_SIZE} a render may (a large value filtered in a loop, or again and again?)"
+        )
 
 
 # -- operators -------------------------------------------------------------------------------------------------------
@@ -537,6 +566,19 @@ def sum_(environment: jinja2.Environment, iterable: Iterable[Any], attribute: An
         check(len(start) + sum(len(item) for item in items), "| sum", "items")
         return kind(itertools.chain(start, *items))
     return sum(items, start)  # numbers, or what Python's sum refuses (strings, a list added to a number)
+
+
+def pprint(value: Any) -> str:
+    """Jinja2's ``pprint``, refusing a value whose text on one line (its ``repr``, written at C's speed) is longer than
+    any child holds: ``pprint`` writes at least that, walking the value in Python an item at a time (700,000 zeros,
+    within the bound on its input, took 2.5 seconds for a text of 2.8 million characters)."""
+    size = len(repr(value))
+    if size > CHILD_SIZE:
+        raise TooLarge(
+            f"| pprint of a {type(value).__name__} would write at least {size} characters, more than the {CHILD_SIZE} "
+            "the API server keeps in one object: no child holds it"
+        )
+    return jinja2.filters.do_pprint(value)
 
 
 def _depth(value: Any) -> int:

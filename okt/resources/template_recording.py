@@ -2,11 +2,12 @@
 placeholder written in its stead; the characters its text and values come to; the steps of its loops and macro calls.
 
 :func:`record` is the environment's ``finalize``, :func:`concat` its ``concat``, :func:`counted` wraps each
-``{% for %}``'s items, :func:`step` counts each macro call and :func:`join_text` is ``~`` (see
-:mod:`okt.resources.templating`): each refuses a render that would build more than
-:data:`~okt.resources.template_limits.MAX_SIZE` (a :class:`~okt.resources.template_limits.TooLarge`) or make text of
-a pydantic secret; a secret recorded alone is a :class:`~okt.resources.template_secrets.TemplateSecret`, its line kept
-for the placement's message. Outside a render (no values recorded) each does what Jinja2's own does.
+``{% for %}``'s items, :func:`step` counts each macro call, :func:`filter_input` each filter's input and
+:func:`join_text` is ``~`` (see :mod:`okt.resources.templating`): each refuses a render that would build more than
+:data:`~okt.resources.template_limits.MAX_SIZE`, or filter more than
+:data:`~okt.resources.template_limits.FILTERED_SIZE` (a :class:`~okt.resources.template_limits.TooLarge`), or make
+text of a pydantic secret; a secret recorded alone is a :class:`~okt.resources.template_secrets.TemplateSecret`, its
+line kept for the placement's message. Outside a render (no values recorded) each does what Jinja2's own does.
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ from okt.resources import template_limits, template_placement, template_readonly
 
 class Values(list[Any]):
     """The values one render records, and the characters its text and values came to so far: a render past
-    :data:`~okt.resources.template_limits.MAX_SIZE` stops there (:func:`concat`); ``lines`` has the template line
-    of each pydantic secret recorded, by its index; ``inputs`` what the render was handed, read-only to it."""
+    :data:`~okt.resources.template_limits.MAX_SIZE` stops there (:func:`concat`); ``filtered`` the characters of
+    input its filters walked (:func:`filter_input`); ``lines`` has the template line of each pydantic secret recorded,
+    by its index; ``inputs`` what the render was handed, read-only to it."""
 
     size = 0
     steps = 0
+    filtered = 0
 
     def __init__(self, inputs: Iterable[Any] = ()) -> None:
         super().__init__()
@@ -207,6 +210,16 @@ def step() -> None:
         values.steps += 1
         if values.steps > template_limits.MAX_SIZE:
             _too_many_steps()
+
+
+def filter_input(size: int, name: str) -> None:
+    """Count a filter's input, ``size`` characters as JSON (times its cost), in the render's: its filters, each
+    bounded alone, walked a large value as often as a loop or the template said, for minutes
+    (:data:`~okt.resources.template_limits.FILTERED_SIZE`)."""
+    values = recorded.get()
+    if values is not None:
+        values.filtered += size
+        template_limits.check_filtered(values.filtered, name)
 
 
 def _too_many_steps() -> None:

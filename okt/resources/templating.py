@@ -345,12 +345,13 @@ _ENV.filters["format"] = template_limits.format_
 _ENV.filters["batch"] = template_limits.batch
 _ENV.filters["slice"] = template_limits.slice_
 _ENV.filters["sum"] = template_limits.sum_
+_ENV.filters["pprint"] = template_limits.pprint
 _ENV.filters["random"] = _ENV.globals["lipsum"] = template_filters.random
 for _name in template_filters.LISTED:
     _ENV.filters[_name] = template_filters.listed(_ENV.filters[_name])
 for _name, _filter in list(_ENV.filters.items()):
     if _name not in template_limits.CONSTANT_TIME_FILTERS:
-        _ENV.filters[_name] = template_limits.bounded_input(_filter, _name)
+        _ENV.filters[_name] = template_limits.bounded_input(_filter, _name, template_recording.filter_input)
 
 
 _CONSTANT = (

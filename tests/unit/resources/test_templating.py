@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import concurrent.futures
 import dataclasses
 import decimal
 import enum
@@ -1118,6 +1119,73 @@ def test_a_filter_refuses_an_input_no_child_holds_at_once(expression: str, name:
 def test_a_filter_takes_any_input_a_child_holds(expression: str, expected: Any) -> None:
     variables = {"value": "a" * 1024 * 1024, "hosts": [f"h{i:06d}" for i in range(100_000)]}
     assert templating.render_template(f"kind: X\nv: {{{{ {expression} }}}}\n", variables)["v"] == expected
+
+
+def test_pprint_refuses_a_value_whose_text_no_child_holds_before_walking_it() -> None:
+    # 700,000 zeros are within the bound on a filter's input: | pprint took 2.5 seconds to write 2.8 million characters
+    message = r"^template line 2: \| pprint of a list would write at least 2100000 characters, more than the 1572864 "
+    with pytest.raises(errors.InvalidSpec, match=message):
+        templating.render_template("kind: X\nv: {{ zeros | pprint | length }}\n", {"zeros": [0] * 700_000})
+
+
+@pytest.mark.parametrize("value", [[0] * 1000, {"b": [1, "x" * 100], "a": None}, "x" * 1_500_000])
+def test_pprint_writes_what_jinja2_writes_within_the_bound(value: Any) -> None:
+    rendered = templating.render_template("kind: X\nv: '{{ value | pprint }}'\n", {"value": value})
+    assert rendered["v"] == jinja2.filters.do_pprint(value)
+
+
+FILTER_LOOP = (
+    "kind: X\n"
+    "{% set ns = namespace(n=0) %}{% for i in range(times) %}{% set ns.n = ns.n + (value | upper | length) %}"
+    "{% endfor %}\n"
+    "v: {{ ns.n }}\n"
+    "last: {{ last | FILTER | length }}\n"
+)
+MIB = 1024 * 1024
+
+
+def test_a_render_refuses_filters_walking_more_input_together_than_four_requests() -> None:
+    # each filter's input within the bound: fifty | pprint of a list of 1.4 MiB took two minutes
+    message = (
+        r"^template line 2: \| upper: the filters of this render would walk \d+ characters of input as JSON, "
+        r"more than the 12582912 a render may"
+    )
+    with pytest.raises(errors.InvalidSpec, match=message):
+        templating.render_template(
+            FILTER_LOOP.replace("FILTER", "upper"), {"value": "a" * MIB, "times": 13, "last": ""}
+        )
+
+
+@pytest.mark.parametrize(
+    ("filter_", "size"),
+    [
+        ("upper", MIB + 1),
+        ("pprint", 400_000),  # a character of its input costs three of | upper's
+        ("to_yaml", 200_000),  # eight of | upper's
+    ],
+)
+def test_a_slow_filter_counts_its_input_as_often_as_it_costs(filter_: str, size: int) -> None:
+    message = rf"^template line 4: \| {filter_}: the filters of this render would walk \d+ characters of input"
+    variables = {"value": "a" * MIB, "times": 11, "last": "a" * size}
+    with pytest.raises(errors.InvalidSpec, match=message):
+        templating.render_template(FILTER_LOOP.replace("FILTER", filter_), variables)
+
+
+@pytest.mark.parametrize(("filter_", "size"), [("upper", MIB), ("pprint", 300_000), ("to_yaml", 100_000)])
+def test_the_filters_input_is_counted_per_render(filter_: str, size: int) -> None:
+    variables = {"value": "a" * MIB, "times": 11, "last": "a" * size}
+    for _ in range(3):  # each render counts its own: three of them filter three times as much
+        rendered = templating.render_template(FILTER_LOOP.replace("FILTER", filter_), variables)
+        assert (rendered["v"], rendered["last"] >= size) == (11 * MIB, True)
+
+
+def test_concurrent_renders_count_their_filters_input_apart() -> None:
+    variables = {"value": "a" * MIB, "times": 12, "last": ""}
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        renders = [
+            pool.submit(templating.render_template, FILTER_LOOP.replace("FILTER", "upper"), variables) for _ in range(8)
+        ]
+        assert [render.result()["v"] for render in renders] == [12 * MIB] * 8
 
 
 MANY_EMPTY = [""] * 100_000

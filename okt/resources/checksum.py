@@ -98,11 +98,14 @@ class KeyedList(list[Any]):
         self.defaults: Mapping[str, Any] = defaults or {}
 
     def key_of(self, item: object) -> str | None:
-        """The key of ``item`` (of this list, or of the live one) as comparable text, or None for an item that is no
-        mapping, which has none."""
+        """The key of ``item`` (of this list, or of the live one) as comparable text, its numbers as the server stores
+        them (:func:`okt.resources.stored_numbers.stored_key`), or None for an item that is no mapping, which has
+        none."""
         if not isinstance(item, Mapping):
             return None
-        return canonical_json([item.get(name, self.defaults.get(name)) for name in self.keys])
+        return canonical_json(
+            [stored_numbers.stored_key(item.get(name, self.defaults.get(name))) for name in self.keys]
+        )
 
     def placed(self, live: list[Any] | tuple[Any, ...]) -> list[int] | None:
         """The index in ``live`` of each item of this list, in this list's order; None when ``live`` lacks one, or

@@ -7,8 +7,9 @@ that float back with its shortest digits: a child written with ``123456789012345
 wrote it again after each restart (what the server made of a write is remembered in the process only,
 :class:`okt.resources.drift_check.ServerForms`), whether the number came from a template, a ``body``, a model or a
 mutation. So the drift check compares a desired number with a live one as the server stores it
-(:func:`okt.resources.checksum.is_subset`), and a template places it so (what ``kubectl`` sends for the same
-literal, :mod:`okt.resources.template_placement`): both ask :func:`stored_number`.
+(:func:`okt.resources.checksum.is_subset`), matches the items of a list merged by key by their key numbers so
+(:func:`stored_key`), and a template places it so (what ``kubectl`` sends for the same literal,
+:mod:`okt.resources.template_placement`): all ask :func:`stored_number`.
 
 Guarantees: a number the server keeps as it is (an ``int64``, a float below ``2**53``, an integral float whose own
 digits Go writes) is its own stored number; only an integer beyond ``int64`` and a float of ``2**53`` and more are
@@ -63,6 +64,21 @@ def stored_as(desired: int | float, live: int | float) -> bool:
         return stored_number(desired) == live
     except ValueError:
         return False
+
+
+def stored_key(value: object) -> object:
+    """``value``, a list item's key field, as one value for every number the drift check takes for the same stored
+    one (:func:`stored_as`): the number the server stores for it, an integral one as an ``int``. The key of a desired
+    item written with ``2**64`` (given back ``18446744073709552000``), ``1e20`` (given back
+    ``100000000000000000000``) or ``5.0`` (given back ``5``) is the live item's key. Anything else (a bool, an integer
+    no float holds, text) is as it is."""
+    if type(value) is int or type(value) is float:
+        try:
+            number = stored_number(value)
+        except ValueError:
+            return value
+        return int(number) if isinstance(number, float) and number.is_integer() else number
+    return value
 
 
 def _go_digits(number: float) -> int:

@@ -552,6 +552,28 @@ def test_a_keyed_list_matches_its_items_by_key_in_order_among_other_items(
     assert checksum.is_subset_within({"ports": desired}, {"ports": 1}, {"ports": live}) is (paths == [])
 
 
+@pytest.mark.parametrize(
+    ("desired", "live"),
+    [
+        (2**64, 18446744073709552000),  # beyond int64: stored as the float nearest it, given back as Go's digits
+        (123456789012345678901, 123456789012345680000),
+        (1e20, 100000000000000000000),  # a float of 2**53 and more, given back as the integer Go writes
+        (10**22 + 1, 1e22),
+        (5.0, 5),
+    ],
+)
+def test_a_keyed_list_matches_a_key_number_as_the_server_stores_it(desired: Any, live: Any) -> None:
+    """A custom kind's list merged by a number: its item was never found live, and okt wrote the child again."""
+    items = checksum.KeyedList([{"id": desired, "v": "a"}], ("id",))
+    assert checksum.diff_paths(items, [{"id": 7, "v": "b"}, {"id": live, "v": "a"}]) == []
+    assert checksum.diff_paths(items, [{"id": live, "v": "b"}]) == [".[0].v"]
+
+
+def test_a_keyed_list_tells_a_key_number_from_another_and_from_a_bool() -> None:
+    assert checksum.diff_paths(checksum.KeyedList([{"id": 2**53 + 1}], ("id",)), [{"id": 2**53}]) == ["."]
+    assert checksum.diff_paths(checksum.KeyedList([{"id": 1}], ("id",)), [{"id": True}]) == ["."]
+
+
 def test_a_plain_list_with_another_writers_item_is_drift() -> None:
     """Unmarked (an atomic list, a custom resource's), a list is compared item by item: one more item is drift."""
     assert checksum.diff_paths([OURS], [{**OURS, "protocol": "TCP"}, THEIRS]) == ["."]

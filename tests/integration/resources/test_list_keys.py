@@ -18,7 +18,7 @@ import pytest
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.resources import list_keys
+from okt.resources import drift_check, list_keys
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.testing import envtest
@@ -234,3 +234,96 @@ def test_another_managers_item_in_a_custom_resources_map_list_is_no_drift_and_ok
     assert converge(kube, widget_kind, namespace) == {("apply", "listeners"): 1}
     assert ports_of(kube, namespace) == {"http": (80, "TCP"), "metrics": (9150, "TCP")}
     assert restarted(kube, namespace) == {}
+
+
+SLOTS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "properties": {
+                "slots": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["id"],
+                    "items": {
+                        "type": "object",
+                        "required": ["id"],
+                        "properties": {"id": {"type": "number"}, "owner": {"type": "string"}},
+                    },
+                },
+            },
+        },
+    },
+}
+"""A custom resource's schema whose ``spec.slots`` server-side apply merges by a number, ``id`` (an ``integer``
+beyond int64 is refused: ``must be of type integer``)."""
+
+
+def slots_crd() -> dict[str, Any]:
+    crd = listener_crd()
+    crd["metadata"]["name"] = f"slots.{LISTENER_GROUP}"
+    crd["spec"]["names"] = {"kind": "Slots", "plural": "slots", "singular": "slots", "listKind": "SlotsList"}
+    crd["spec"]["versions"][0]["schema"] = {"openAPIV3Schema": SLOTS_SCHEMA}
+    return crd
+
+
+class Slots(okt.MutableResource):
+    """A child of a custom kind whose map list's key is a number, built in Python."""
+
+    api_version = f"{LISTENER_GROUP}/v1"
+    kind = "Slots"
+    openapi_schema = SLOTS_SCHEMA
+
+
+BIG_IDS = [2**53 + 1, 123456789012345678901, 1.2345678901234567e20, 5.0]
+"""An integer the server keeps, one beyond int64 it stores as a float (given back ``123456789012345680000``), and a
+float of 2**53 and more it gives back as another integer (``123456789012345670000``), and an integral float (given back
+as ``5``)."""
+
+
+class SlotsReconciler(shared.WidgetReconciler):
+    owns = (Slots,)
+
+    def resources(self, ctx: okt.Context) -> list[okt.Resource]:
+        metadata = {"name": NAME, "namespace": ctx.cr.namespace}
+        slots = [{"id": number, "owner": "okt"} for number in BIG_IDS]
+        body = {"apiVersion": Slots.api_version, "kind": Slots.kind, "metadata": metadata, "spec": {"slots": slots}}
+        return [Slots(ctx.cr, body=body)]
+
+
+def test_a_map_list_keyed_by_a_number_the_server_stores_as_another_matches_its_live_items(
+    kube: kube_client.Client,
+    other_client: kube_client.Client,
+    namespace: str,
+    widget_kind: kinds.Kind,
+    apply_crd: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its key numbers compared as Python computed them, no live item matched okt's once another manager's item stood
+    among them, and a new operator wrote the child again each time."""
+    slots_kind: kinds.Kind = apply_crd(slots_crd())
+    shared.make_widget(kube, widget_kind, namespace, NAME, size=1)
+    first = shared.reconcile_widget(SlotsReconciler(), kube, widget_kind, namespace, NAME)
+    assert first.results.counts()[okt.Operation.CREATED] == 1, first.path_str
+    live = shared.get_child(kube, Slots.api_version, Slots.kind, namespace, NAME)
+    assert live is not None
+    assert [slot["id"] for slot in live["spec"]["slots"]] == [
+        2**53 + 1,
+        123456789012345680000,
+        123456789012345670000,
+        5,
+    ]
+    # Another manager's slot: okt's are matched by key among the live ones, no longer item by item.
+    theirs = {"apiVersion": Slots.api_version, "kind": Slots.kind, "metadata": {"name": NAME, "namespace": namespace}}
+    other_client.apply({**theirs, "spec": {"slots": [{"id": 7, "owner": "them"}]}}, slots_kind, field_manager="other")
+    live = shared.get_child(kube, Slots.api_version, Slots.kind, namespace, NAME)
+    assert live is not None and len(live["spec"]["slots"]) == 5
+    # A process started anew knows nothing of what the server made of its writes: the desired child alone must match.
+    monkeypatch.setattr(drift_check, "SERVER_FORMS", drift_check.ServerForms())
+    before = kube.stats.snapshot()
+
+    run = shared.reconcile_widget(SlotsReconciler(), kube, widget_kind, namespace, NAME)
+
+    assert shared.write_requests(kube, before) == {}, run.results.summary()
+    assert run.results.counts()[okt.Operation.UNCHANGED] == 1

@@ -92,9 +92,8 @@ FILTER_COST = types.MappingProxyType({"pprint": 3, "to_yaml": 8})
 
 
 def _least_json(item: Any) -> tuple[int, Iterable[Any]]:
-    """An item's fewest characters as JSON but its scalars' (each counted by its container), and its items to walk."""
-    if isinstance(item, str):
-        return len(item) + 1, ()  # its quotes; its one character was counted with its container
+    """A container's fewest characters as JSON but its items' (each counted one by it), and its items to walk (not its
+    scalars); another object's none."""
     if isinstance(item, Mapping):
         children: Iterable[Any] = item.values()
         size = 4 * len(item)  # each entry's key quotes, colon and comma, at least
@@ -107,10 +106,8 @@ def _least_json(item: Any) -> tuple[int, Iterable[Any]]:
 
 
 def _placed_json(item: Any) -> tuple[int, Iterable[Any]]:
-    """About an item's characters as JSON when placed, its items' excepted (a scalar as 8, a model dumped), and its
-    items to walk."""
-    if isinstance(item, str):
-        return len(item) + 2, ()
+    """About the characters as JSON of an item that is no string, once placed, its items' excepted (a scalar as 8, a
+    model dumped), and its items to walk."""
     if isinstance(item, Mapping):
         return 2 + sum(len(str(key)) + 4 for key in item), item.values()
     if isinstance(item, list | tuple):
@@ -120,14 +117,21 @@ def _placed_json(item: Any) -> tuple[int, Iterable[Any]]:
     return 8, ()
 
 
-def _json_size(value: Any, budget: int, count: Callable[[Any], tuple[int, Iterable[Any]]], first: int = 0) -> int:
-    """The characters ``value`` takes as JSON, ``count`` saying each item's own and which items to walk, counted from
-    ``first`` until they pass ``budget``: a list of a million items says so at once, without a walk."""
+def _json_size(
+    value: Any, budget: int, count: Callable[[Any], tuple[int, Iterable[Any]]], *, quotes: int, first: int = 0
+) -> int:
+    """The characters ``value`` takes as JSON, counted from ``first`` until they pass ``budget``: a string inside it
+    its length and ``quotes``, any other item what ``count`` says, with the items to walk. A list of a million items
+    says so at once, without a walk."""
     if isinstance(value, str):
         return len(value)
     size, stack = first, [value]
     while stack and size <= budget:
-        own, children = count(stack.pop())
+        item = stack.pop()
+        if isinstance(item, str):  # most items: counted here, without a call
+            size += len(item) + quotes
+            continue
+        own, children = count(item)
         size += own
         if size <= budget:
             stack.extend(children)
@@ -138,7 +142,7 @@ def least_json_size(value: Any, budget: int) -> int:
     """The fewest characters ``value`` takes as JSON (a string its length, a list its brackets, commas and at least one
     character an item), counted until it passes ``budget``: a list of a million items says so at once, without a
     walk. An object of another kind (a model, a client) counts one character, unwalked."""
-    return _json_size(value, budget, _least_json, first=1)
+    return _json_size(value, budget, _least_json, quotes=1, first=1)  # a string's one character: its container's
 
 
 def bounded_input(filter_: Callable[..., Any], name: str, spend: Callable[[int, str], None]) -> Callable[..., Any]:
@@ -606,4 +610,4 @@ def json_text(data: Any, indent: int | str | None) -> str:
 def value_size(value: Any, budget: int) -> int:
     """About the characters a placed value takes in the child's JSON (a string its text's, a scalar 8, a model its
     JSON's), counted until it passes ``budget``: more than its least JSON size, to bound what is placed."""
-    return _json_size(value, budget, _placed_json)
+    return _json_size(value, budget, _placed_json, quotes=2)

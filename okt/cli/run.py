@@ -132,9 +132,22 @@ def _with_remedy(exc: errors.OktError, reconcilers: Sequence[type[reconciler.Rec
 
 
 def _default_lease_namespace(namespaces: tuple[str, ...]) -> str:
-    """In a pod: its own namespace ($POD_NAMESPACE, else the service account's); else the first watched one."""
+    """In a pod: its own namespace ($POD_NAMESPACE, else the service account's); else the first watched one.
+
+    Raises:
+        click.UsageError: $POD_NAMESPACE is no namespace name. Why: it is the Lease's (and the webhook Service's)
+            namespace when no option names one, and the elector asked the API server for a Lease there for ever,
+            never leading, each refusal a log line.
+    """
     if os.environ.get("POD_NAMESPACE"):
-        return os.environ["POD_NAMESPACE"]
+        value = os.environ["POD_NAMESPACE"]
+        if not crd.DNS_LABEL.fullmatch(value):
+            raise click.UsageError(
+                f"$POD_NAMESPACE {value!r} is not a namespace name: lowercase letters, digits and '-', starting and "
+                "ending with a letter or digit, at most 63 characters; set it to the pod's namespace "
+                "(fieldRef metadata.namespace), or unset it"
+            )
+        return value
     if SERVICE_ACCOUNT_NAMESPACE.is_file():
         return SERVICE_ACCOUNT_NAMESPACE.read_text().strip()
     return namespaces[0] if namespaces else "default"
@@ -812,6 +825,8 @@ def run_command(
     _check_webhook_options(click.get_current_context())
     _check_spelling(metrics_bind_address, selector)
     _check_metrics_certificate(metrics_bind_address, metrics_secure, metrics_cert_dir)
+    if (leader_elect and not lease_namespace) or webhook_service:
+        _default_lease_namespace(namespaces)  # $POD_NAMESPACE, checked before anything is loaded or asked
     limit = kube_client.RateLimit(qps, burst or max(1, round(2 * qps))) if qps is not None else None
     logs.configure("json" if log_format == "json" else "console" if log_format else None, verbose)
     _warn_shadowing(target, module)

@@ -328,3 +328,34 @@ def test_a_qps_that_is_no_finite_number_is_a_usage_error(args: tuple[str, ...]) 
     code, out = invoke("run", "x.py", *args)
     assert code == 2
     assert out == f"Error: Invalid value for '--qps': a finite number of requests a second > 0, got {float(args[1])}\n"
+
+
+@pytest.mark.parametrize(
+    "args", [("--leader-elect",), ("--webhook-service", "ops-webhooks"), ("--leader-elect", "-n", "shop")]
+)
+def test_a_pod_namespace_the_api_server_refuses_is_one_line_before_anything_is_loaded(
+    args: tuple[str, ...], monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    # The Lease's namespace when no option names one: the elector asked for a Lease in Bad_NS for ever, never leading.
+    monkeypatch.setenv("POD_NAMESPACE", "Bad_NS")
+    operator = tmp_path / "never_loaded.py"  # missing: the environment is refused before the file is read
+
+    code, out = invoke("run", str(operator), *args)
+
+    assert code == 2
+    assert out == (
+        "Error: $POD_NAMESPACE 'Bad_NS' is not a namespace name: lowercase letters, digits and '-', starting and "
+        "ending with a letter or digit, at most 63 characters; set it to the pod's namespace (fieldRef "
+        "metadata.namespace), or unset it\n"
+    )
+
+
+def test_a_pod_namespace_is_not_read_where_an_option_names_the_lease_namespace(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    monkeypatch.setenv("POD_NAMESPACE", "Bad_NS")
+
+    code, out = invoke("run", str(tmp_path / "missing.py"), "--leader-elect", "--lease-namespace", "ops")
+
+    assert code == 1
+    assert out == f"Error: no such operator file: {tmp_path / 'missing.py'}\n"

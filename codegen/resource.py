@@ -415,15 +415,23 @@ def _check_package(out_dir: Path) -> None:
 
 def _write(modules: Modules, out_dir: Path) -> list[FileResult]:
     results: list[FileResult] = []
+    gen_path = out_dir / f"{modules.gen_name}.py"
+    user_path = out_dir / f"{modules.user_name}.py"
+    init_path = out_dir / "__init__.py"
+    # Checked before anything is written: a folder where the author's module goes was reported "kept" (it exists)
+    # and the wrappers, written beside it, never imported; one where the generated module goes failed after the
+    # others were written.
+    for path in (gen_path, user_path, init_path):
+        if path.exists() and not path.is_file():
+            raise errors.CodegenError(
+                f"cannot write {path}: a folder (or another non-file) is in the way of the module"
+            )
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        gen_path = out_dir / f"{modules.gen_name}.py"
         replace_whole(gen_path, modules.gen_source)
         results.append(FileResult(gen_path, Action.WRITTEN))
-        user_path = out_dir / f"{modules.user_name}.py"
         created = _create(user_path, modules.user_source)
         results.append(FileResult(user_path, Action.CREATED if created else Action.KEPT))
-        init_path = out_dir / "__init__.py"
         if _create(init_path, _PACKAGE_DOCSTRING):
             results.append(FileResult(init_path, Action.CREATED))
     except OSError as exc:

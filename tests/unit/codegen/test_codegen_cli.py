@@ -100,6 +100,21 @@ def test_resource_rerun_reports_the_authors_module_as_kept(workdir: Path) -> Non
     ]
 
 
+@pytest.mark.parametrize("module", ["config_map_memcached.py", "config_map_memcached_gen.py", "__init__.py"])
+def test_a_folder_where_a_module_goes_is_one_line_and_writes_nothing(workdir: Path, module: str) -> None:
+    # A folder in the author's module's place was reported "kept" and the wrappers beside it never imported.
+    (workdir / "resources" / module).mkdir(parents=True)
+
+    result = invoke([*RESOURCE, "manifests/config_map.yaml"])
+
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"Error: cannot write {Path('resources', module)}: a folder (or another non-file) is in the way of the module\n"
+    )
+    assert [path.name for path in (workdir / "resources").iterdir()] == [module]
+
+
 def test_list_prints_the_dictionary_as_an_aligned_table(tmp_path: Path) -> None:
     extension = tmp_path / "extra.yaml"
     extension.write_text(

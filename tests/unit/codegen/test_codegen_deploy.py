@@ -296,6 +296,33 @@ def test_okt_gen_bundle_errors_are_one_line(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("command", "option", "value"),
+    [
+        (["bundle", "--version", "0.1.0", "--name"], "--name", "Gizmo Operator"),
+        (["bundle", "--version", "0.1.0", "--name"], "--name", "gizmo.operator"),
+        (["deploy", "--namespace", "gizmo-system", "--name"], "--name", "Gizmo Operator"),
+        (["deploy", "--namespace", "gizmo-system", "--name"], "--name", "gizmo.operator"),
+        (["deploy", "--name", "gizmo-operator", "--namespace"], "--namespace", "Gizmo_System"),
+    ],
+)
+def test_okt_gen_deploy_and_bundle_name_the_option_whose_name_the_api_server_refuses(
+    tmp_path: Path, command: list[str], option: str, value: str
+) -> None:
+    # The name was met first as another: a service account's (deploy) or the CSV's of a wrong --version (bundle).
+    group = cli.make_gen_group(lambda _target: [GizmoReconciler])
+    arguments = [command[0], "main.py", "--image", "gizmo:1", *command[1:], value, "--out", str(tmp_path)]
+
+    result = CliRunner().invoke(group, arguments)
+
+    assert result.exit_code == 2
+    assert result.output == (
+        f"Error: invalid {option} {value!r}: expected a DNS label (lowercase letters, digits and '-', starting and "
+        "ending with a letter or digit, at most 63 characters) such as my-operator\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
 class GadgetSpecAlpha(pydantic.BaseModel):
     colour: str
 

@@ -280,7 +280,9 @@ def make_gen_group(load_reconcilers: ReconcilerLoader = load_with_okt) -> click.
     metavar="FILE",
     help="A child of a custom kind: its CRD, whose map lists the wrapper carries (compared by key).",
 )
-@click.option("--list", "list_kinds", is_flag=True, help="Print the kind dictionary and exit.")
+@click.option(
+    "--list", "list_kinds", is_flag=True, help="Print the kind dictionary (with --dictionary FILE's kinds) and exit."
+)
 @click.argument("manifest", required=False, type=click.Path(dir_okay=False, path_type=Path))
 def resource_command(
     resource_type: str | None,
@@ -300,6 +302,27 @@ def resource_command(
     after its file: OUT/<type>_<crkind>_<file>_gen.py and OUT/<type>_<crkind>_<file>.py.
     """
     if list_kinds:
+        # Only --dictionary shapes the table: with the options of a generation, --list printed it, generated nothing
+        # and exited 0, as if the wrapper had been written.
+        ctx = click.get_current_context()
+        generating = [
+            option
+            for option, value in (
+                ("MANIFEST", manifest),
+                ("--type", resource_type),
+                ("--kind", cr_kind),
+                ("--group", group),
+                ("--version", version),
+                ("--crd", crd_path),
+            )
+            if value is not None
+        ]
+        if ctx.get_parameter_source("out_dir") is click.core.ParameterSource.COMMANDLINE:
+            generating.append("--out")
+        if generating:
+            raise GenError(
+                f"--list prints the kind dictionary and generates nothing: give {', '.join(generating)} without --list"
+            )
         click.echo(kind_table(dictionary.load(dictionary_files)), nl=False)
         return
     if not (resource_type and cr_kind and group and version):

@@ -96,6 +96,8 @@ def graph_command(target: str | None, module: str | None) -> None:
 
     if target and module:
         raise click.UsageError("give at most one of TARGET (a file) or -m MODULE")
+    if target == "" or module == "":  # an unset variable in a Makefile: the Stepper alone was printed, exit status 0
+        raise click.UsageError("TARGET or -m MODULE is empty: name the operator file or module, or give neither")
     diagrams = [graph.mermaid()]
     where = module or target
     if where:

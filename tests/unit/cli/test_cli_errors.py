@@ -359,3 +359,11 @@ def test_a_pod_namespace_is_not_read_where_an_option_names_the_lease_namespace(
 
     assert code == 1
     assert out == f"Error: no such operator file: {tmp_path / 'missing.py'}\n"
+
+
+@pytest.mark.parametrize("args", [("graph", ""), ("graph", "-m", "")])
+def test_an_empty_operator_to_graph_is_a_usage_error(args: tuple[str, ...]) -> None:
+    # `okt graph $(OPERATOR)` with the variable unset printed the Stepper alone and exited 0.
+    code, out = invoke(*args)
+    assert code == 2
+    assert out == "Error: TARGET or -m MODULE is empty: name the operator file or module, or give neither\n"

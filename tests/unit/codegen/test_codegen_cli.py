@@ -115,6 +115,26 @@ def test_a_folder_where_a_module_goes_is_one_line_and_writes_nothing(workdir: Pa
     assert [path.name for path in (workdir / "resources").iterdir()] == [module]
 
 
+@pytest.mark.parametrize(
+    ("arguments", "given"),
+    [
+        (["--type", "ConfigMap"], "--type"),
+        ([*RESOURCE[1:], "manifests/config_map.yaml"], "MANIFEST, --type, --kind, --group, --version"),
+        (["--out", "wrappers", "--crd", "manifests/config_map.yaml"], "--crd, --out"),
+    ],
+)
+def test_list_beside_the_options_of_a_generation_is_one_line(workdir: Path, arguments: list[str], given: str) -> None:
+    # --list printed the table and exited 0, generating nothing: a Makefile's target looked done.
+    result = invoke(["resource", "--list", *arguments])
+
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"Error: --list prints the kind dictionary and generates nothing: give {given} without --list\n"
+    )
+    assert sorted(path.name for path in workdir.iterdir()) == ["manifests"]
+
+
 def test_list_prints_the_dictionary_as_an_aligned_table(tmp_path: Path) -> None:
     extension = tmp_path / "extra.yaml"
     extension.write_text(

@@ -90,8 +90,13 @@ What it does as the API server does:
   other than ``Always``, and in a Pod or the template of a Deployment, a DaemonSet, a ReplicaSet, a Job or a CronJob
   (not a StatefulSet's, which Kubernetes 1.20 keeps) a container without a ``name`` or an ``image``, two containers
   of one name or two ports of one container of one name (``spec.template.spec.containers[1].name: Duplicate value:
-  "app"``), an environment variable's name a shell could not read and a container requesting more than its
-  limits (``resources.requests: Invalid value: "2": must be less than or equal to cpu limit``); a ``null``
+  "app"``), an environment variable without a name or of one a shell could not read, a container's name that is no
+  DNS label, a container requesting more than its limits (``resources.requests: Invalid value: "2": must be less
+  than or equal to cpu limit``, once for each resource) and a ``restartPolicy`` Kubernetes does not know, a
+  workload's empty ``selector`` (``spec.selector: Invalid value: v1.LabelSelector{...}: empty selector is invalid for
+  deployment``), a Job's or a CronJob's template ``restartPolicy`` neither ``OnFailure`` nor ``Never``, a template's
+  labels and annotations (``spec.template.labels: Invalid value: "-x": ...``); the causes of one write are listed as
+  the server lists them, the object's metadata's before its spec's, a Pod spec's container by container; a ``null``
   written in a field of the defaults' table is left out, as the server decodes it (``strategy: {type: Recreate,
   rollingUpdate: null}`` is stored
   ``{type: Recreate}``), and so is a ``""`` in a string field of that table, which Go holds in no pointer
@@ -468,7 +473,7 @@ class FakeClient(kube_client.Client):
                 raise _error(400, "BadRequest", f"a {kind.kind} needs metadata.namespace")
             if not kind.namespaced:
                 meta.pop("namespace", None)  # the server drops it: a cluster-scoped object is in no namespace
-            metadata.check(kind, meta)
+            _check_metadata(kind, body)
             if meta.get("resourceVersion"):
                 # The storage refuses it, as an error of its own (500), not as a 4xx a client would correct.
                 raise _error(500, "InternalError", "resourceVersion should not be set on objects to be created")
@@ -567,7 +572,7 @@ class FakeClient(kube_client.Client):
                     created["metadata"].pop(field, None)
                 if not kind.namespaced:
                     created["metadata"].pop("namespace", None)
-                metadata.check(kind, created["metadata"])
+                _check_metadata(kind, created)
                 _leave_out_empty(created["metadata"])
                 created = _fold_string_data({"apiVersion": kind.api_version, "kind": kind.kind, **created}, _untyped)
                 created = defaults.fill(created)
@@ -736,7 +741,7 @@ class FakeClient(kube_client.Client):
                 meta["generation"] = int(live["metadata"]["generation"]) + 1
             _check_finalizers(live, new)
             kind = self.kind_of(live)
-            metadata.check(kind, meta, name=False)
+            _check_metadata(kind, new, name=False)
             self._admit(kind, self._key_of(live), live, new)
             immutable.check(kind, live, new)
         new["metadata"]["resourceVersion"] = live["metadata"].get("resourceVersion")
@@ -912,6 +917,20 @@ def _received(body: Any, patch_type: str | None = None) -> Any:
     if content_type == kube_client.PATCH_TYPES["apply"]:
         text = kube_client.encode_body(body)
     return json.loads(text)
+
+
+def _check_metadata(kind: kinds_mod.Kind, obj: Mapping[str, Any], *, name: bool = True) -> None:
+    """Refuse the metadata of ``obj``, an object of ``kind`` about to be written, as :func:`okt.testing.metadata.check`
+    does (its name too, unless ``name`` is False: an existing object's) and, beside it, what its spec breaks: the
+    server validates an object whole, its metadata's refusals first, its spec's after them in one 422.
+
+    Raises:
+        okt.errors.Invalid: the metadata is refused.
+    """
+    found = metadata.causes(kind, obj["metadata"], name=name)
+    if found:
+        typed = {"apiVersion": kind.api_version, "kind": kind.kind, **obj}
+        raise metadata.refusal(kind, obj, [*found, *validation.causes(kind, defaults.fill(typed))])
 
 
 def _error(status: int, reason: str, message: str, *, causes: tuple[errors.StatusCause, ...] = ()) -> errors.ApiError:

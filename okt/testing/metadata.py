@@ -21,7 +21,7 @@ from typing import Any
 
 from okt import errors
 from okt.kube import kinds
-from okt.testing import gotext, validation
+from okt.testing import gotext
 
 _DNS_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_SUBDOMAIN = _DNS_LABEL + r"(\." + _DNS_LABEL + ")*"
@@ -62,7 +62,8 @@ def _subdomain(name: str) -> list[str]:
     return _matching(name, 253, _DNS_SUBDOMAIN, said, "example.com")
 
 
-def _dns_label(name: str) -> list[str]:
+def dns_label(name: str) -> list[str]:
+    """What the server says of ``name`` where it must be a DNS label (a Namespace's name, a container's)."""
     said = (
         "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "
         "end with an alphanumeric character"
@@ -93,7 +94,7 @@ def _cron_job_name(name: str) -> list[str]:
 # Each kind's rule for its names where it is not a DNS subdomain (custom resources' and most kinds' rule).
 _NAME_RULES: dict[tuple[str, str], Callable[[str], list[str]]] = {
     ("v1", "Service"): _dns_1035_label,
-    ("v1", "Namespace"): _dns_label,
+    ("v1", "Namespace"): dns_label,
     ("v1", "Event"): _path_segment,
     ("rbac.authorization.k8s.io/v1", "Role"): _path_segment,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): _path_segment,
@@ -132,25 +133,28 @@ def _label_value(value: str) -> list[str]:
 
 
 def check(kind: kinds.Kind, meta: Mapping[str, Any], *, name: bool = True) -> None:
-    """Refuse ``meta`` as the API server would on a write of an object of ``kind``: its name (unless ``name`` is
-    False: an existing object's), its labels, its annotations, its finalizers (qualified names; a built-in kind's need
-    a ``/`` too, but for Kubernetes' own ``kubernetes``, ``orphan`` and ``foregroundDeletion``) and its owner
-    references (``apiVersion``, ``kind``, ``name`` and ``uid`` each set; one controller at most).
+    """Refuse ``meta`` as the API server would on a write of an object of ``kind``, where :func:`causes` finds a
+    refusal.
 
     Raises:
         okt.errors.Invalid: naming every refused field, one cause each.
     """
-    found: list[tuple[str, Any, str]] = []  # (field, value, why)
+    found = causes(kind, meta, name=name)
+    if found:
+        raise refusal(kind, {"metadata": meta}, found)
+
+
+def causes(kind: kinds.Kind, meta: Mapping[str, Any], *, name: bool = True) -> list[errors.StatusCause]:
+    """What the API server refuses of ``meta`` on a write of an object of ``kind``, one cause each: its name (unless
+    ``name`` is False: an existing object's), its labels, its annotations, its finalizers (qualified names; a built-in
+    kind's need a ``/`` too, but for Kubernetes' own ``kubernetes``, ``orphan`` and ``foregroundDeletion``) and its
+    owner references (``apiVersion``, ``kind``, ``name`` and ``uid`` each set; one controller at most)."""
+    names: list[tuple[str, Any, str]] = []  # (field, value, why)
     if name:
         rule = _NAME_RULES.get((kind.api_version, kind.kind), _subdomain)
         value = str(meta.get("name", ""))
-        found += [("metadata.name", value, why) for why in rule(value)]
-    labels = meta.get("labels") or {}
-    for key, value in labels.items():
-        found += [("metadata.labels", key, why) for why in _qualified_name(key)]
-        found += [("metadata.labels", value, why) for why in _label_value(str(value))]
-    annotations = meta.get("annotations") or {}
-    found += [("metadata.annotations", key, why) for key in annotations for why in _qualified_name(key.lower())]
+        names += [("metadata.name", value, why) for why in rule(value)]
+    found: list[tuple[str, Any, str]] = []
     for index, finalizer in enumerate(meta.get("finalizers") or ()):
         found += [("metadata.finalizers", finalizer, why) for why in _qualified_name(str(finalizer))]
         if (
@@ -160,21 +164,55 @@ def check(kind: kinds.Kind, meta: Mapping[str, Any], *, name: bool = True) -> No
         ):
             found.append((f"metadata.finalizers[{index}]", finalizer, _NOT_QUALIFIED))
     found += _owner_references(meta.get("ownerReferences") or ())
-    causes = [
+    return [*_invalid(names), *labels_causes("metadata", meta), *_invalid(found)]
+
+
+def _invalid(found: list[tuple[str, Any, str]]) -> list[errors.StatusCause]:
+    """A cause for each ``(field, value, why)``, in the server's words: ``Invalid value: "<value>": <why>``."""
+    return [
         errors.StatusCause("FieldValueInvalid", f"Invalid value: {gotext.value(v)}: {why}", f) for f, v, why in found
     ]
+
+
+def labels_causes(named: str, meta: Any) -> list[errors.StatusCause]:
+    """What the API server refuses of the ``labels`` and ``annotations`` of ``meta`` (an object's metadata, or a Pod
+    template's), naming them ``<named>.labels`` and ``<named>.annotations``: a Pod template's are
+    ``spec.template.labels``, not ``spec.template.metadata.labels`` (``ValidatePodTemplateSpec`` names them from the
+    template). A label or an annotation is checked in the order of the object's keys, where the server's Go walks its
+    map in an order of its own, each time another: of several refused, a test should match the set."""
+    meta = meta if isinstance(meta, Mapping) else {}
+    found: list[tuple[str, Any, str]] = []
+    labels = meta.get("labels") or {}
+    for key, value in labels.items():
+        found += [(f"{named}.labels", key, why) for why in _qualified_name(key)]
+        found += [(f"{named}.labels", value, why) for why in _label_value(str(value))]
+    annotations = meta.get("annotations") or {}
+    found += [(f"{named}.annotations", key, why) for key in annotations for why in _qualified_name(key.lower())]
+    refused = _invalid(found)
     size = sum(len(key.encode()) + len(str(value).encode()) for key, value in annotations.items())
     if size > _ANNOTATIONS_BYTES:
-        causes.append(
+        refused.append(
             errors.StatusCause(
-                "FieldValueTooLong", f"Too long: must have at most {_ANNOTATIONS_BYTES} bytes", "metadata.annotations"
+                "FieldValueTooLong", f"Too long: must have at most {_ANNOTATIONS_BYTES} bytes", f"{named}.annotations"
             )
         )
-    if causes:
-        said = ", ".join(f"{cause.field}: {cause.message}" for cause in causes)
-        said = said if len(causes) == 1 else f"[{said}]"
-        opening = validation.invalid(kind, {"metadata": meta})
-        raise errors.ApiError.from_status(422, "Invalid", f"{opening}: {said}", causes=causes)
+    return refused
+
+
+def refusal(kind: kinds.Kind, obj: Mapping[str, Any], found: list[errors.StatusCause]) -> errors.ApiError:
+    """The API server's 422 refusing ``obj``, an object of ``kind``, for the causes ``found``: each written
+    ``<field>: <message>``, several bracketed, as the server lists them."""
+    said = ", ".join(f"{cause.field}: {cause.message}" for cause in found)
+    said = said if len(found) == 1 else f"[{said}]"
+    return errors.ApiError.from_status(422, "Invalid", f"{invalid(kind, obj)}: {said}", causes=found)
+
+
+def invalid(kind: kinds.Kind, obj: Mapping[str, Any]) -> str:
+    """The opening of the API server's message refusing ``obj``: its kind qualified by its group but for the core
+    group's (``Deployment.apps "web" is invalid``, ``Service "web" is invalid``)."""
+    group = kind.api_version.rpartition("/")[0]
+    name = (obj.get("metadata") or {}).get("name", "")
+    return f'{kind.kind}{"." + group if group else ""} "{name}" is invalid'
 
 
 _STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})

@@ -30,7 +30,7 @@ from typing import Any
 
 from okt import errors
 from okt.kube import kinds
-from okt.testing import validation
+from okt.testing import metadata, validation
 
 SERVICE_RANGE = ipaddress.ip_network("10.96.0.0/12")
 """The range cluster IPs are allocated from: okt.testing's control plane's ``--service-cluster-ip-range``."""
@@ -112,7 +112,7 @@ def claim_node_ports(service: Mapping[str, Any], held: Collection[int], before: 
         raise errors.ApiError.from_status(
             422,
             "Invalid",
-            f"{validation.invalid(_SERVICE, service)}: {cause.field}: {cause.message}",
+            f"{metadata.invalid(_SERVICE, service)}: {cause.field}: {cause.message}",
             causes=(cause,),
         )
 
@@ -144,7 +144,7 @@ def claim_health_check_port(live: Mapping[str, Any] | None, service: Mapping[str
             raise errors.ApiError.from_status(
                 422,
                 "Invalid",
-                f"{validation.invalid(_SERVICE, service)}: {field}: {message}",
+                f"{metadata.invalid(_SERVICE, service)}: {field}: {message}",
                 causes=(errors.StatusCause("FieldValueInvalid", message, field),),
             )
         return

@@ -12,16 +12,19 @@ its unknown ``podManagementPolicy`` and its negative ``partition``, a Deployment
 never own), a Service of several ports one of which is unnamed, a ``ClusterIP`` Service holding a ``nodePort`` (which
 an update making it ``ClusterIP`` keeps when it changes one), an ``externalTrafficPolicy`` unknown or on a Service
 not reached through its nodes' ports, a workload's negative ``replicas`` or its template's ``restartPolicy`` other than
-``Always``, and a Pod spec (a Pod's, or a workload's template's but a StatefulSet's, which 1.20 keeps) with a container
-unnamed, without an image or named twice, two ports of a container of one name, an environment variable's name that
-is not one or requests above its limits. A fake that stored them would let a reconciler pass its
-unit tests that fails on every cluster. :class:`okt.testing.FakeClient` checks each object it is about to store, once
-its defaults are filled in (:mod:`okt.testing.defaults`) and, for an update of a Service, the fields of the type it no
-longer is dropped (:func:`okt.testing.services.settle`), against one table, :data:`RULES`
-(``k8s.io/kubernetes/pkg/apis/*/validation``).
+``Always``, a workload's empty ``selector`` (which would select every Pod of its namespace), a Job's template
+``restartPolicy`` neither ``OnFailure`` nor ``Never``, a Pod template's labels and annotations, and a Pod spec (a Pod's,
+or a workload's template's but a StatefulSet's, which 1.20 keeps) with a container unnamed, of a name that is no DNS
+label, without an image or named twice, two ports of a container of one name, an environment variable without a
+name or of a name that is not one, requests above its limits or a ``restartPolicy`` Kubernetes does not know. A fake
+that stored them would let a reconciler pass its unit tests that fails on every cluster. :class:`okt.testing.FakeClient`
+checks each object it is about to store, once its defaults are filled in (:mod:`okt.testing.defaults`) and, for an
+update of a Service, the fields of the type it no longer is dropped (:func:`okt.testing.services.settle`), against one
+table, :data:`RULES` (``k8s.io/kubernetes/pkg/apis/*/validation``).
 
 Guarantees: :func:`check` raises :class:`okt.errors.Invalid` naming every refused field, one cause each, or nothing;
-it changes nothing.
+it changes nothing. Its causes come in the server's order: rule by rule, but a Pod spec's container by container
+(:class:`Each`), where the server's loop goes over the containers.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from typing import Any
 from okt import errors
 from okt.kube import kinds
 from okt.resources import checksum, list_keys
-from okt.testing import gotext, patching
+from okt.testing import gotext, metadata, patching
 
 EACH = "*"
 """A step of a :class:`Rule`'s path meaning every item of a list."""
@@ -47,7 +50,8 @@ class Rule:
 
     ``path`` names the field from the object's root (:data:`EACH` for every item of a list); ``broken`` answers,
     given the whole object and the field's value (None where it is left out: the server decodes a ``null`` so), whether
-    it is refused there; ``message`` is what the server says of it, or a function of the value answering it.
+    it is refused there; ``message`` is what the server says of it, or a function of the value answering it (a list:
+    one cause each, the server refusing one field several times).
     ``allocated`` marks a rule the server checks only once the others pass and it has allocated a Service's ports
     (``ValidateServiceExternalTrafficFieldsCombination``): its refusal comes alone, never beside another's.
     """
@@ -55,14 +59,33 @@ class Rule:
     path: tuple[str, ...]
     reason: str
     broken: Callable[[Mapping[str, Any], Any], bool]
-    message: str | Callable[[Any], str]
+    message: str | Callable[[Any], str | list[str]]
     allocated: bool = False
     named: str = ""
     """A field below the one ``path`` names that the server names in its refusal instead (a container's
     ``resources.requests``, checked against its sibling ``limits``)."""
-    duplicate: bool = False
-    """Whether the rule refuses, besides what ``broken`` does, a value an earlier item of the same list holds (a
-    second container of one name): the server names the later one, ``Duplicate value``."""
+    duplicate: Callable[[Any], bool] | None = None
+    """Which values the rule refuses, besides what ``broken`` does, where an earlier item of the same list holds one
+    (a second container of one name, even ``""``; a second port of one name, never an unnamed one): the server names
+    the later one, ``Duplicate value``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Each:
+    """:class:`Rule` s checked item by item of the list at ``path`` (each rule's path is from the item): all of an
+    item's refusals before the next item's, as the server's loop over a Pod's containers lists them (container 0's
+    name, image and env before container 1's)."""
+
+    path: tuple[str, ...]
+    rules: tuple[Rule, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class TemplateMetadata:
+    """The labels and annotations of the Pod template at ``path``, checked as an object's own are
+    (:func:`okt.testing.metadata.labels_causes`) and named ``<path>.labels`` as the server names them."""
+
+    path: tuple[str, ...]
 
 
 def _at(obj: Mapping[str, Any], *path: str) -> Any:
@@ -147,17 +170,40 @@ def _template_labels(labels: Any) -> str:
     return f"map[string]string{{{written}}}"
 
 
-_SELECTOR_RULES = (
-    Rule(("spec", "selector"), "FieldValueRequired", lambda obj, selector: selector is None, "Required value"),
-    # The one workload whose Pods its own selector does not select would own none of them, and start more forever.
-    Rule(
-        ("spec", "template", "metadata", "labels"),
-        "FieldValueInvalid",
-        lambda obj, labels: not _selects(_at(obj, "spec", "selector"), labels),
-        lambda labels: f"Invalid value: {_template_labels(labels)}: `selector` does not match template `labels`",
-    ),
-)
-"""A workload's selector must be given, and select the labels of its Pods' template."""
+def _go_selector(selector: Mapping[str, Any]) -> str:
+    """Go's ``%#v`` of an empty ``LabelSelector``: each of its two fields left out (``nil``) or empty (``{}``)."""
+    labels, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
+    written_labels = "map[string]string(nil)" if labels is None else "map[string]string{}"
+    written_expressions = (
+        "[]v1.LabelSelectorRequirement(nil)" if expressions is None else "[]v1.LabelSelectorRequirement{}"
+    )
+    return f"v1.LabelSelector{{MatchLabels:{written_labels}, MatchExpressions:{written_expressions}}}"
+
+
+def _selector_rules(said: str) -> tuple[Rule, ...]:
+    """A workload's selector must be given, select something, and select the labels of its Pods' template. ``said``
+    is the kind the server names refusing an empty one (``deployment``, which it says of a ReplicaSet's too)."""
+    return (
+        Rule(("spec", "selector"), "FieldValueRequired", lambda obj, selector: selector is None, "Required value"),
+        # A selector of no label would select every Pod of the namespace: the workload would own (and delete) them all.
+        Rule(
+            ("spec", "selector"),
+            "FieldValueInvalid",
+            lambda obj, selector: (
+                isinstance(selector, Mapping)
+                and not selector.get("matchLabels")
+                and not selector.get("matchExpressions")
+            ),
+            lambda selector: f"Invalid value: {_go_selector(selector)}: empty selector is invalid for {said}",
+        ),
+        # The one workload whose Pods its own selector does not select would own none of them, and start more forever.
+        Rule(
+            ("spec", "template", "metadata", "labels"),
+            "FieldValueInvalid",
+            lambda obj, labels: not _selects(_at(obj, "spec", "selector"), labels),
+            lambda labels: f"Invalid value: {_template_labels(labels)}: `selector` does not match template `labels`",
+        ),
+    )
 
 
 _ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
@@ -170,46 +216,85 @@ _ENV_NAME_MESSAGE = (
 )
 
 
-def _over_limit(resources: Any) -> str | None:
-    """The first resource (by name) a container's ``resources`` request more of than they limit it to, or None."""
+def _over_limits(resources: Any) -> list[str]:
+    """The resources (by name) a container's ``resources`` request more of than they limit it to."""
     requests, limits = _at(resources, "requests"), _at(resources, "limits")
     if not isinstance(requests, Mapping) or not isinstance(limits, Mapping):
-        return None
+        return []
+    over = []
     for name in sorted(requests):
         request, limit = checksum.quantity_amount(requests[name]), checksum.quantity_amount(limits.get(name))
         if request is not None and limit is not None and request > limit:
-            return str(name)
-    return None
+            over.append(str(name))
+    return over
 
 
-def _pod_rules(*spec: str) -> tuple[Rule, ...]:
-    """The rules of a Pod's spec at ``spec`` (a Pod's own, or a workload's template's): what a reconciler building
-    containers most often gets wrong. Every container is named, each by a name of its own, and runs an image (a
-    template's too, though no Pod is made from it yet); a container's ports are told apart by their names; an
-    environment variable's name is one a shell could read."""
-    containers = (*spec, "containers", EACH)
+def _over_limits_said(resources: Mapping[str, Any]) -> list[str]:
+    """The server's words for each resource requested above its limit, one cause each, by name (the server's Go walks
+    the requests in an order of its own, each time another: of several, a test should match the set)."""
+    requests = resources["requests"]
+    return [
+        f"Invalid value: {gotext.value(str(requests[name]))}: must be less than or equal to {name} limit"
+        for name in _over_limits(resources)
+    ]
+
+
+def _is_restart_policy(policy: Any) -> bool:
+    return policy in ("Always", "OnFailure", "Never")
+
+
+_CONTAINER_RULES = (
+    Rule(("name",), "FieldValueRequired", lambda obj, name: not name, "Required value"),
+    # A container's name is a DNS label: its Pod's hostname-like handles (logs, exec, metrics) name it.
+    Rule(
+        ("name",),
+        "FieldValueInvalid",
+        lambda obj, name: bool(name) and bool(metadata.dns_label(str(name))),
+        lambda name: [f"Invalid value: {gotext.value(name)}: {why}" for why in metadata.dns_label(str(name))],
+    ),
+    Rule(("name",), "FieldValueDuplicate", lambda obj, name: False, "", duplicate=lambda name: isinstance(name, str)),
+    Rule(("image",), "FieldValueRequired", lambda obj, image: not image, "Required value"),
+    Rule(("ports", EACH, "name"), "FieldValueDuplicate", lambda obj, name: False, "", duplicate=bool),
+    Rule(("env", EACH, "name"), "FieldValueRequired", lambda obj, name: not name, "Required value"),
+    Rule(
+        ("env", EACH, "name"),
+        "FieldValueInvalid",
+        lambda obj, name: bool(name) and not (isinstance(name, str) and _ENV_NAME.fullmatch(name)),
+        lambda name: f"Invalid value: {gotext.value(name)}: {_ENV_NAME_MESSAGE}",
+    ),
+    # A Pod is scheduled by what it requests and throttled or killed past what it is limited to.
+    Rule(
+        ("resources",),
+        "FieldValueInvalid",
+        lambda obj, resources: bool(_over_limits(resources)),
+        _over_limits_said,
+        named="requests",
+    ),
+)
+"""What a reconciler building containers most often gets wrong, container by container. Every container is named,
+each by a name of its own, a DNS label, and runs an image (a template's too, though no Pod is made from it yet); a
+container's ports are told apart by their names; an environment variable is named, by a name a shell could read."""
+
+
+def _pod_rules(*spec: str) -> tuple[Rule | Each, ...]:
+    """The rules of a Pod's spec at ``spec`` (a Pod's own, or a workload's template's): its containers' (one by one),
+    then its ``restartPolicy``, one Kubernetes knows."""
     return (
-        Rule((*containers, "name"), "FieldValueRequired", lambda obj, name: not name, "Required value", duplicate=True),
-        Rule((*containers, "image"), "FieldValueRequired", lambda obj, image: not image, "Required value"),
-        Rule((*containers, "ports", EACH, "name"), "FieldValueDuplicate", lambda obj, name: False, "", duplicate=True),
+        Each((*spec, "containers"), _CONTAINER_RULES),
         Rule(
-            (*containers, "env", EACH, "name"),
-            "FieldValueInvalid",
-            lambda obj, name: bool(name) and not (isinstance(name, str) and _ENV_NAME.fullmatch(name)),
-            lambda name: f"Invalid value: {gotext.value(name)}: {_ENV_NAME_MESSAGE}",
-        ),
-        # A Pod is scheduled by what it requests and throttled or killed past what it is limited to.
-        Rule(
-            (*containers, "resources"),
-            "FieldValueInvalid",
-            lambda obj, resources: _over_limit(resources) is not None,
-            lambda resources: (
-                f"Invalid value: {gotext.value(str(resources['requests'][_over_limit(resources)]))}: must be less "
-                f"than or equal to {_over_limit(resources)} limit"
+            (*spec, "restartPolicy"),
+            "FieldValueNotSupported",
+            lambda obj, policy: policy is not None and not _is_restart_policy(policy),
+            lambda policy: (
+                f'Unsupported value: {gotext.value(policy)}: supported values: "Always", "OnFailure", "Never"'
             ),
-            named="requests",
         ),
     )
+
+
+def _template_rules(*template: str) -> tuple[Rule | Each | TemplateMetadata, ...]:
+    """The rules of a workload's Pod template at ``template``: its labels and annotations, then its spec's."""
+    return (TemplateMetadata(template), *_pod_rules(*template, "spec"))
 
 
 _RESTART_RULE = Rule(
@@ -220,10 +305,35 @@ _RESTART_RULE = Rule(
 )
 """A workload that keeps its Pods running restarts one that exits, never leaves it done."""
 
-_TEMPLATE_RULES = (*_pod_rules("spec", "template", "spec"), _RESTART_RULE)
+
+def _job_restart_rules(*template: str) -> tuple[Rule, ...]:
+    """A Job's Pods run to completion: one that exits is restarted only on failure, or never. ``Always`` (the default
+    of a template naming none) is refused as a policy left out; one Kubernetes does not know, a second time."""
+    path = (*template, "spec", "restartPolicy")
+    return (
+        Rule(
+            path,
+            "FieldValueRequired",
+            lambda obj, policy: policy == "Always",
+            'Required value: valid values: "OnFailure", "Never"',
+        ),
+        Rule(
+            path,
+            "FieldValueNotSupported",
+            lambda obj, policy: policy is not None and not _is_restart_policy(policy),
+            lambda policy: f'Unsupported value: {gotext.value(policy)}: supported values: "OnFailure", "Never"',
+        ),
+    )
+
+
+def _job_rules(*template: str) -> tuple[Rule | Each | TemplateMetadata, ...]:
+    return (*_template_rules(*template), *_job_restart_rules(*template))
+
+
+_TEMPLATE_RULES = (*_template_rules("spec", "template"), _RESTART_RULE)
 """The rules of the Pod template of a Deployment, a DaemonSet or a ReplicaSet. A StatefulSet's template is checked
-for its ``restartPolicy`` alone: Kubernetes 1.20 keeps one whose containers have no image, no name or one name twice
-(its Pods are refused when they are made)."""
+for its labels, its annotations and its ``restartPolicy`` alone: Kubernetes 1.20 keeps one whose containers have no
+image, no name or one name twice (its Pods are refused when they are made)."""
 
 _REPLICAS_RULE = Rule(
     ("spec", "replicas"),
@@ -233,11 +343,11 @@ _REPLICAS_RULE = Rule(
 )
 
 
-RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
+RULES: dict[tuple[str, str], tuple[Rule | Each | TemplateMetadata, ...]] = {
     ("v1", "Pod"): _pod_rules("spec"),
     ("apps/v1", "Deployment"): (
         _REPLICAS_RULE,
-        *_SELECTOR_RULES,
+        *_selector_rules("deployment"),
         *_TEMPLATE_RULES,
         Rule(
             ("spec", "strategy"),
@@ -282,14 +392,15 @@ RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
             ),
             lambda partition: f"Invalid value: {partition}: must be greater than or equal to 0",
         ),
-        *_SELECTOR_RULES,
+        *_selector_rules("statefulset"),
+        TemplateMetadata(("spec", "template")),
         _RESTART_RULE,
     ),
-    ("apps/v1", "ReplicaSet"): (_REPLICAS_RULE, *_SELECTOR_RULES, *_TEMPLATE_RULES),
-    ("apps/v1", "DaemonSet"): (*_SELECTOR_RULES, *_TEMPLATE_RULES),
-    ("batch/v1", "Job"): _pod_rules("spec", "template", "spec"),
-    ("batch/v1", "CronJob"): _pod_rules("spec", "jobTemplate", "spec", "template", "spec"),
-    ("batch/v1beta1", "CronJob"): _pod_rules("spec", "jobTemplate", "spec", "template", "spec"),
+    ("apps/v1", "ReplicaSet"): (_REPLICAS_RULE, *_selector_rules("deployment"), *_TEMPLATE_RULES),
+    ("apps/v1", "DaemonSet"): (*_selector_rules("daemonset"), *_TEMPLATE_RULES),
+    ("batch/v1", "Job"): _job_rules("spec", "template"),
+    ("batch/v1", "CronJob"): _job_rules("spec", "jobTemplate", "spec", "template"),
+    ("batch/v1beta1", "CronJob"): _job_rules("spec", "jobTemplate", "spec", "template"),
     ("v1", "Service"): (
         # One port may go unnamed; of several, each is told from the others by its name (an endpoint's port names it).
         Rule(
@@ -366,48 +477,64 @@ def check_apply(kind: kinds.Kind, body: Mapping[str, Any], schema: list_keys.Sch
 
 def check(kind: kinds.Kind, obj: Mapping[str, Any], *, allocated: bool = False) -> None:
     """Refuse ``obj`` (an object of ``kind``, as it would be stored: defaults filled in) as the API server's
-    validation would, where it breaks a rule of :data:`RULES`: those checked before it allocates anything, or, if
-    ``allocated``, those checked once a Service's node ports are (:attr:`Rule.allocated`).
+    validation would, where :func:`causes` finds it breaks a rule.
 
     Raises:
         okt.errors.Invalid: naming every refused field, one cause each, in the API server's words (several bracketed,
             as the server lists them).
     """
-    causes = []
-    for rule in RULES.get((kind.api_version, kind.kind), ()):
-        if rule.allocated != allocated:
-            continue
-        held: dict[str, set[str]] = {}
-        for field, value in _fields(obj, rule.path):
-            if rule.broken(obj, value):
-                message = rule.message if isinstance(rule.message, str) else rule.message(value)
-                causes.append(
-                    errors.StatusCause(rule.reason, message, f"{field}.{rule.named}" if rule.named else field)
+    found = causes(kind, obj, allocated=allocated)
+    if found:
+        raise metadata.refusal(kind, obj, found)
+
+
+def causes(kind: kinds.Kind, obj: Mapping[str, Any], *, allocated: bool = False) -> list[errors.StatusCause]:
+    """What the API server refuses of ``obj`` by the rules of :data:`RULES`, one cause each, in its order: those
+    checked before it allocates anything, or, if ``allocated``, those checked once a Service's node ports are
+    (:attr:`Rule.allocated`)."""
+    found: list[errors.StatusCause] = []
+    held: dict[str, set[str]] = {}  # the values a duplicate rule has seen, by the list holding them
+    for entry in RULES.get((kind.api_version, kind.kind), ()):
+        if isinstance(entry, TemplateMetadata):
+            if not allocated and isinstance(_at(obj, *entry.path), Mapping):
+                found += metadata.labels_causes(".".join(entry.path), _at(obj, *entry.path, "metadata"))
+        elif isinstance(entry, Each):
+            for named, item in _fields(obj, (*entry.path, EACH)):
+                for rule in entry.rules:
+                    if rule.allocated == allocated:
+                        found += _refused(obj, rule, _fields(item, rule.path, named), held)
+        elif entry.allocated == allocated:
+            found += _refused(obj, entry, _fields(obj, entry.path), held)
+    return found
+
+
+def _refused(
+    obj: Mapping[str, Any], rule: Rule, fields: Iterator[tuple[str, Any]], held: dict[str, set[str]]
+) -> list[errors.StatusCause]:
+    """What ``rule`` refuses of each of ``fields`` (in ``obj``); ``held`` keeps the values its items hold, for a
+    duplicate rule."""
+    found = []
+    for field, value in fields:
+        if rule.broken(obj, value):
+            said = rule.message if isinstance(rule.message, str) else rule.message(value)
+            named = f"{field}.{rule.named}" if rule.named else field
+            found += [
+                errors.StatusCause(rule.reason, message, named)
+                for message in ([said] if isinstance(said, str) else said)
+            ]
+        elif rule.duplicate is not None and rule.duplicate(value):
+            # Told apart from the items of its own list: those of the list the last index of its field names.
+            others = held.setdefault(_ITEM.sub("", field, count=1), set())
+            if str(value) in others:
+                found.append(
+                    errors.StatusCause("FieldValueDuplicate", f"Duplicate value: {gotext.value(value)}", field)
                 )
-            elif rule.duplicate and value:
-                # Told apart from the items of its own list: those of the list the last index of its field names.
-                others = held.setdefault(_ITEM.sub("", field, count=1), set())
-                if str(value) in others:
-                    causes.append(
-                        errors.StatusCause("FieldValueDuplicate", f"Duplicate value: {gotext.value(value)}", field)
-                    )
-                others.add(str(value))
-    if causes:
-        said = ", ".join(f"{cause.field}: {cause.message}" for cause in causes)
-        said = said if len(causes) == 1 else f"[{said}]"
-        raise errors.ApiError.from_status(422, "Invalid", f"{invalid(kind, obj)}: {said}", causes=causes)
+            others.add(str(value))
+    return found
 
 
 _ITEM = re.compile(r"\[\d+\](?=[^\[]*$)")
 """The index of the last list a field's name steps through (``[1]`` in ``containers[0].ports[1].name``)."""
-
-
-def invalid(kind: kinds.Kind, obj: Mapping[str, Any]) -> str:
-    """The opening of the API server's message refusing ``obj``: its kind qualified by its group but for the core
-    group's (``Deployment.apps "web" is invalid``, ``Service "web" is invalid``)."""
-    group = kind.api_version.rpartition("/")[0]
-    name = (obj.get("metadata") or {}).get("name", "")
-    return f'{kind.kind}{"." + group if group else ""} "{name}" is invalid'
 
 
 def _fields(obj: Any, path: tuple[str, ...], named: str = "") -> Iterator[tuple[str, Any]]:

@@ -838,6 +838,91 @@ def quantities(run: Run) -> None:
     run.step("cm data", lambda: c.create(run.cm("c", data={"size": "1024Mi"}))["data"])
 
 
+def _refusal(run: Run, label: str, body: dict[str, Any], *, ordered: bool = True) -> None:
+    """Create ``body``, named after ``label`` (one the fake stored would not make the next a 409), written down as the
+    server refuses it: status, reason, message and each cause's reason, field and message, in order (unless ``ordered``
+    is False: where the server's Go walks a map, in an order of its own each time, the causes alone, as a set)."""
+    body["metadata"]["name"] = re.sub("[^a-z0-9]+", "-", label.lower()).strip("-")
+
+    def call() -> Any:
+        try:
+            run.client.create(body)
+        except errors.ApiError as exc:
+            causes = [(cause.reason, cause.field, cause.message) for cause in exc.causes]
+            if not ordered:
+                return ("refused", exc.status, exc.api_reason, sorted(causes))
+            return ("refused", exc.status, exc.api_reason, exc.api_message, causes)
+        return "stored"
+
+    run.step(label, call)
+
+
+def _pod_workload(run: Run, kind: str, pod: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    """A workload of ``kind`` named ``w``: a template labelled ``app: a`` running ``pod`` (one container by default),
+    selected by ``app: a`` (but a Job's, whose selector the server makes), and ``spec`` over that."""
+    containers = [{"name": "c", "image": "busybox"}]
+    template = {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": containers, **(pod or {})}}
+    body: dict[str, Any] = {"template": template}
+    if kind == "Job":
+        template["spec"].setdefault("restartPolicy", "Never")
+    else:
+        body["selector"] = {"matchLabels": {"app": "a"}}
+    if kind == "StatefulSet":
+        body["serviceName"] = "w"
+    api_version = "batch/v1" if kind == "Job" else "apps/v1"
+    meta = {"name": "w", "namespace": run.ns}
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": {**body, **spec}}
+
+
+def pod_spec_refusals(run: Run) -> None:
+    """A workload's spec the server refuses, refused by the fake with the same status, reason, message and causes, in
+    the same order: an empty selector, a Job's restartPolicy, an environment variable without a name, a Pod template's
+    own labels and annotations, and several faults of one write (the object's labels with its spec's, container by
+    container)."""
+    for kind, selector in [
+        ("Deployment", {}),
+        ("ReplicaSet", {"matchLabels": {}}),
+        ("DaemonSet", {}),
+        ("StatefulSet", {"matchLabels": {}, "matchExpressions": []}),
+    ]:
+        _refusal(run, f"{kind} empty selector", _pod_workload(run, kind, selector=selector))
+    _refusal(run, "Job restartPolicy Always", _pod_workload(run, "Job", {"restartPolicy": "Always"}))
+    _refusal(run, "Job restartPolicy left out", _pod_workload(run, "Job", {"restartPolicy": None}))
+    _refusal(run, "Job restartPolicy unknown", _pod_workload(run, "Job", {"restartPolicy": "Sometimes"}))
+    _refusal(run, "Deployment restartPolicy unknown", _pod_workload(run, "Deployment", {"restartPolicy": "Sometimes"}))
+    unnamed = [{"name": "c", "image": "busybox", "env": [{"name": "", "value": "1"}, {"value": "2"}]}]
+    _refusal(run, "env var without a name", _pod_workload(run, "Deployment", {"containers": unnamed}))
+    _refusal(run, "Job env var without a name", _pod_workload(run, "Job", {"containers": unnamed}))
+    labelled = _pod_workload(run, "Deployment")
+    labelled["spec"]["template"]["metadata"]["labels"]["-x"] = "y"
+    _refusal(run, "template label key", labelled)
+    annotated = _pod_workload(run, "StatefulSet")
+    annotated["spec"]["template"]["metadata"]["annotations"] = {"a/b/c": "1"}
+    _refusal(run, "StatefulSet template annotation", annotated)
+    job = _pod_workload(run, "Job")
+    job["metadata"]["labels"] = {"own": "label"}  # else the server gives the Job its template's labels
+    job["spec"]["template"]["metadata"]["labels"]["app"] = "not a value"
+    _refusal(run, "Job template label value", job)
+    both = _pod_workload(run, "Deployment", {"containers": [{"name": "c", "image": ""}]})
+    both["metadata"]["labels"] = {"-x": "y"}
+    _refusal(run, "object label and container image", both)
+    over = {"requests": {"cpu": "2000m"}, "limits": {"cpu": "1500m"}}
+    two_by_two = [
+        {"name": "", "image": "busybox", "resources": over},
+        {"name": "d", "image": "", "env": [{"name": "1x", "value": "1"}]},
+    ]
+    _refusal(run, "two containers, two faults each", _pod_workload(run, "Deployment", {"containers": two_by_two}))
+    twins = [{"name": "", "image": "busybox"}, {"name": "", "image": "busybox"}, {"name": "Big", "image": "busybox"}]
+    _refusal(
+        run, "containers unnamed twice, one not a DNS label", _pod_workload(run, "Deployment", {"containers": twins})
+    )
+    both_over = {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+    greedy = [{"name": "c", "image": "busybox", "resources": both_over}]
+    _refusal(
+        run, "two resources over their limits", _pod_workload(run, "Deployment", {"containers": greedy}), ordered=False
+    )
+
+
 def node_ports(run: Run) -> None:
     """A NodePort or LoadBalancer Service's ports are given node ports by the server, kept by writes that leave them
     out; a LoadBalancer whose external traffic policy is Local is given a health check node port."""
@@ -911,6 +996,7 @@ SEQUENCES: list[Callable[[Run], None]] = [
     defaults_filled,
     quantities,
     node_ports,
+    pod_spec_refusals,
 ]
 
 

@@ -981,6 +981,13 @@ def _workload(kind: str, app: str) -> dict[str, Any]:
     }
 
 
+def _job(app: str) -> dict[str, Any]:
+    """A Job running its Pods to completion (a workload's template restarts them ``Always``, which a Job may not)."""
+    job = _workload("Job", app) | {"apiVersion": "batch/v1"}
+    job["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    return job
+
+
 _IMMUTABLE_CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w", "namespace": "ns"}}
 _IMMUTABLE_SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "w", "namespace": "ns"}}
 
@@ -1007,7 +1014,7 @@ _IMMUTABLE_SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": 
         (_workload("StatefulSet", "a"), {"spec": {"volumeClaimTemplates": [{"metadata": {"name": "d"}}]}}, ["spec"]),
         (_workload("StatefulSet", "a"), {"spec": {"serviceName": "other"}}, ["spec"]),
         (
-            _workload("Job", "a") | {"apiVersion": "batch/v1"},
+            _job("a"),
             {"spec": {"template": {"metadata": {"labels": {"app": "b"}}}, "completions": 2}},
             ["spec.template", "spec.completions"],
         ),
@@ -1575,3 +1582,50 @@ def test_a_stateful_set_deleted_pod_by_pod_may_not_hold_a_rolling_update_even_th
     ]
     assert given.value.api_message == f'StatefulSet.apps "w" is invalid: {field}: {_on_delete(2)}'
     assert cleared["spec"]["updateStrategy"] == {"type": "OnDelete"}
+
+
+def test_a_pod_spec_s_refusals_come_container_by_container_as_the_api_server_lists_them(fake: FakeClient) -> None:
+    over = {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+    deployment = _workload("Deployment", "a")
+    deployment["metadata"]["labels"] = {"-x": "y"}
+    deployment["spec"]["template"]["spec"]["containers"] = [
+        {"name": "", "image": "busybox", "resources": over},
+        {"name": "", "image": "", "env": [{"name": ""}]},
+    ]
+
+    with pytest.raises(errors.Invalid) as raised:
+        fake.create(deployment)
+
+    containers = "spec.template.spec.containers"
+    assert [(cause.reason, cause.field) for cause in raised.value.causes] == [
+        ("FieldValueInvalid", "metadata.labels"),
+        ("FieldValueRequired", f"{containers}[0].name"),
+        ("FieldValueInvalid", f"{containers}[0].resources.requests"),
+        ("FieldValueInvalid", f"{containers}[0].resources.requests"),
+        ("FieldValueRequired", f"{containers}[1].name"),
+        ("FieldValueDuplicate", f"{containers}[1].name"),
+        ("FieldValueRequired", f"{containers}[1].image"),
+        ("FieldValueRequired", f"{containers}[1].env[0].name"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"), [("Deployment", "deployment"), ("ReplicaSet", "deployment"), ("DaemonSet", "daemonset")]
+)
+def test_a_workload_selecting_nothing_is_refused_as_the_api_server_refuses_it(
+    fake: FakeClient, kind: str, said: str
+) -> None:
+    workload = _workload(kind, "a")
+    workload["spec"]["selector"] = {"matchLabels": {}}
+
+    with pytest.raises(errors.Invalid, match=f"empty selector is invalid for {said}$"):
+        fake.create(workload)
+
+
+@pytest.mark.parametrize("policy", ["Always", None])
+def test_a_job_restarting_its_pods_always_is_refused(fake: FakeClient, policy: str | None) -> None:
+    job = _job("a")
+    job["spec"]["template"]["spec"]["restartPolicy"] = policy
+
+    with pytest.raises(errors.Invalid, match=r'restartPolicy: Required value: valid values: "OnFailure", "Never"$'):
+        fake.create(job)

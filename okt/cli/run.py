@@ -365,6 +365,35 @@ def _check_webhook_options(ctx: click.Context) -> None:
         raise click.UsageError(f"--webhook-secret is NAMESPACE/NAME, got {secret!r}")
 
 
+def _refuse_unserved_webhook_options(
+    ctx: click.Context, reconcilers: Sequence[type[reconciler.Reconciler]], operator: str
+) -> None:
+    """Refuse a ``--webhook-*`` option given for reconcilers that declare no webhook, before anything connects: the
+    server would not start, and the option be taken and unused without a word — a Service's certificate Secret not
+    made, a caBundle or ``--webhook-ca-file`` not written, a port not listened on — where whoever gave it expects the
+    webhooks served (a ``check`` or ``spec_model`` forgotten, or ``--reconciler`` chose another reconciler).
+
+    ``--webhook-port 0`` is left alone: it asks for no port, only a free one if any webhook is served, what a harness
+    passes to every operator it starts (:class:`okt.testing.OperatorProcess`).
+
+    Raises:
+        click.UsageError: naming the first such option and ``operator`` (the file or module, or the ``--reconciler``
+            of it).
+    """
+    if webhooks_mod.all_endpoints(reconcilers):
+        return
+    for param in ctx.command.params:
+        given = ctx.get_parameter_source(param.name or "") is click.core.ParameterSource.COMMANDLINE
+        if not (given and isinstance(param, click.Option) and param.opts[0].startswith("--webhook-")):
+            continue
+        if param.name == "webhook_port" and ctx.params["webhook_port"] == 0:
+            continue
+        raise click.UsageError(
+            f"{param.opts[0]}: {operator} declares no webhook (no reconciler with a check, a default, a spec_model or "
+            "converters)"
+        )
+
+
 def _check_spelling(metrics_bind_address: str, selector: str | None) -> None:
     """Refuse, before the operator is loaded and the API server asked, a ``--metrics-bind-address`` that is no
     address (the manager would only raise it once everything else had started) and a ``--selector`` the API server
@@ -842,6 +871,9 @@ def run_command(
         reconcilers = loader.reconcilers_of(
             loaded, module or target or "", only=reconciler_name, resolve=_discovery(connect)
         )
+        if not no_webhooks:
+            served = f"{reconciler_name} of {module or target}" if reconciler_name else module or target or ""
+            _refuse_unserved_webhook_options(click.get_current_context(), reconcilers, served)
         startups, cleanups = hooks.collect(loaded)
         probes = hooks.probes_of(loaded)
         client = connect()

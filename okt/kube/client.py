@@ -34,6 +34,7 @@ import os
 import pathlib
 import re
 import socket
+import ssl
 import threading
 import time
 import urllib.parse
@@ -399,6 +400,44 @@ def _resource_label(kind: kinds.Kind, subresource: str | None) -> str:
     return f"{kind.plural}/{subresource}" if subresource else kind.plural
 
 
+def _listed_where() -> str | None:
+    """What a kubeconfig read from ``$KUBECONFIG`` is said to come from: its files, else the variable itself (set to
+    separators or blanks only, which name none: said as they are, the path would be blank); None when unset."""
+    listed = os.environ.get("KUBECONFIG")
+    if not listed:
+        return None
+    return listed if kubeconfig.listed_files(listed) else "$KUBECONFIG"
+
+
+def _refuse_tls_environment() -> None:
+    """Refuse, before any connection, the variables of the environment that TLS reads and that would not do what
+    they say: an empty ``$PYKUBE_SSL_CERTIFICATE_AUTHORITY`` (requests reads an empty CA as "verify nothing"), and a
+    ``$SSLKEYLOGFILE`` that cannot be appended to (a folder, a file in a folder that does not exist or is not
+    writable).
+
+    Why the second: every TLS context made for a connection opens it, and raises where it cannot; the request was
+    retried as if the API server could not be reached, and ended saying so, without naming the variable.
+
+    Raises:
+        okt.errors.ConfigurationError: naming the variable (and the file, and why).
+    """
+    if os.environ.get("PYKUBE_SSL_CERTIFICATE_AUTHORITY") == "":
+        raise errors.ConfigurationError(
+            "PYKUBE_SSL_CERTIFICATE_AUTHORITY is set but empty, which would turn TLS verification off: "
+            "unset it, or name a CA file"
+        )
+    keylog = transport.keylog_file()
+    if keylog is None:
+        return
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).keylog_filename = keylog  # opens it to append, as each connection does
+    except OSError as exc:
+        raise errors.ConfigurationError(
+            f"$SSLKEYLOGFILE names {keylog}, where TLS keys cannot be written: {exc.strerror or exc} (unset it, or "
+            "name a file that can be)"
+        ) from None
+
+
 class Client:
     """A counted, error-mapped REST client over pykube's configured HTTP session."""
 
@@ -438,11 +477,7 @@ class Client:
             value = config.cluster.get(field, False)
             if not isinstance(value, bool):  # pykube would read any text, "false" too, as true
                 raise errors.ConfigurationError(f"the kubeconfig's {field} must be true or false, got {value!r}")
-        if os.environ.get("PYKUBE_SSL_CERTIFICATE_AUTHORITY") == "":  # requests reads an empty CA as "verify nothing"
-            raise errors.ConfigurationError(
-                "PYKUBE_SSL_CERTIFICATE_AUTHORITY is set but empty, which would turn TLS verification off: "
-                "unset it, or name a CA file"
-            )
+        _refuse_tls_environment()
         kubeconfig.refuse_unhonoured(config)
         proxy = kubeconfig.proxy_url(config)
         self.impersonation = kubeconfig.impersonation(config)
@@ -547,9 +582,9 @@ class Client:
             if unusable is None:
                 return cls(config, pool_size=pool_size, rate_limit=rate_limit, timeout=timeout)
         except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError, pykube.exceptions.PyKubeError) as exc:
-            where = path or os.environ.get("KUBECONFIG") or "~/.kube/config or the in-cluster service account"
+            where = path or _listed_where() or "~/.kube/config or the in-cluster service account"
             raise errors.ConfigurationError(f"cannot load kubeconfig from {where}: {exc}") from exc
-        where = path or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        where = path or _listed_where() or "~/.kube/config"
         raise errors.ConfigurationError(f"cannot load kubeconfig from {where}: {unusable}")
 
     @classmethod

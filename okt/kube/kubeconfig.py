@@ -76,19 +76,28 @@ _SECTIONS = (
 """A kubeconfig's named entries: section, the key of each entry's body, the body's keys that are file paths."""
 
 
+def listed_files(listed: str) -> list[str]:
+    """The files ``$KUBECONFIG`` (``listed``) names, in order, each once: the entries between its
+    :data:`os.pathsep`, those empty or of blanks only skipped (kubectl skips the empty ones, and finds no file of
+    blanks to read)."""
+    return list(dict.fromkeys(entry for entry in listed.split(os.pathsep) if entry.strip()))
+
+
 def read_listed(listed: str) -> pykube.KubeConfig:
     """The files of ``$KUBECONFIG`` (``listed``, separated by :data:`os.pathsep`) merged as kubectl merges them.
 
-    kubectl's rules: empty entries, repeated paths and files that do not exist are skipped; the first file to define
-    a cluster, user or context of a name keeps it whole; ``current-context`` comes from the first file that sets one;
-    relative paths of a file (a CA, a client certificate or key, a token file, a credential plugin's command with a
-    folder in it) are read from that file's folder.
+    kubectl's rules: empty entries (blank ones too: :func:`listed_files`), repeated paths and files that do not exist
+    are skipped; the first file to define a cluster, user or context of a name keeps it whole; ``current-context``
+    comes from the first file that sets one; relative paths of a file (a CA, a client certificate or key, a token
+    file, a credential plugin's command with a folder in it) are read from that file's folder.
 
     Raises:
         ValueError: a file is not a kubeconfig (its message names the file; an empty one too, as one file alone).
-        pykube.exceptions.PyKubeError: none of the files exists.
+        pykube.exceptions.PyKubeError: none of the files exists, or ``listed`` names none.
     """
-    paths = list(dict.fromkeys(entry for entry in listed.split(os.pathsep) if entry))
+    paths = listed_files(listed)
+    if not paths:
+        raise pykube.exceptions.PyKubeError(f"it names no file ({listed!r})")
     if len(paths) == 1:
         return read_file(paths[0])  # one file: its relative paths are read from its folder as they are
     present = [path for path in paths if pathlib.Path(path).expanduser().is_file()]

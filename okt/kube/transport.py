@@ -335,6 +335,14 @@ def _socks_connection(host: str, port: int, via: urllib.parse.SplitResult, timeo
     return made
 
 
+def keylog_file() -> str | None:
+    """The file ``$SSLKEYLOGFILE`` names, where each TLS context made for the API server appends its session keys
+    (for Wireshark), as ``ssl.create_default_context`` and urllib3 honour it; None when unset or empty, or when Python
+    ignores the environment (``-E``)."""
+    keylog = os.environ.get("SSLKEYLOGFILE")
+    return keylog if keylog and not sys.flags.ignore_environment else None
+
+
 @dataclasses.dataclass(frozen=True)
 class TLS:
     """How a kubeconfig says to check the API server and prove who we are: what every connection to it must use.
@@ -388,8 +396,8 @@ class TLS:
         context = kind(ssl.PROTOCOL_TLS_CLIENT)
         if sys.version_info >= (3, 13):  # create_default_context's flags since Python 3.13
             context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
-        keylog = os.environ.get("SSLKEYLOGFILE")  # as create_default_context honours it
-        if keylog and not sys.flags.ignore_environment:
+        keylog = keylog_file()
+        if keylog is not None:
             context.keylog_filename = keylog
         if self.verify is False:
             context.check_hostname = False

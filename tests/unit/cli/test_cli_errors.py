@@ -367,3 +367,98 @@ def test_an_empty_operator_to_graph_is_a_usage_error(args: tuple[str, ...]) -> N
     code, out = invoke(*args)
     assert code == 2
     assert out == "Error: TARGET or -m MODULE is empty: name the operator file or module, or give neither\n"
+
+
+_UNREACHABLE_KUBECONFIG = (
+    "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+    "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+    "current-context: x\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--webhook-port", "8443"),
+        ("--webhook-host", "127.0.0.1"),
+        ("--webhook-cert-dir", "certs"),
+        ("--webhook-secret", "ops/shop-tls"),
+        ("--webhook-ca-file", "ca.pem"),
+        ("--webhook-service", "shop-webhooks"),
+    ],
+)
+def test_a_webhook_option_for_an_operator_without_webhooks_is_a_usage_error(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, option: str, value: str
+) -> None:
+    # The option was taken and unused: no webhook served, no Secret made, no CA file written, and not a word said.
+    monkeypatch.setenv("POD_NAMESPACE", "ops")
+    operator = tmp_path / "plain_operator.py"
+    operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(_UNREACHABLE_KUBECONFIG)
+    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig), option, value)
+    assert code == 2
+    assert out == (
+        f"Error: {option}: {operator} declares no webhook (no reconciler with a check, a default, a spec_model or "
+        "converters)\n"
+    )
+
+
+def test_webhook_port_0_is_taken_for_an_operator_without_webhooks(tmp_path: pathlib.Path) -> None:
+    # What a harness passes to every operator it starts (okt.testing.OperatorProcess): it asks for no port.
+    operator = tmp_path / "free_port_operator.py"
+    operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(_UNREACHABLE_KUBECONFIG)
+    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig), "--webhook-port", "0")
+    assert code == 1
+    assert "cannot reach the Kubernetes API server" in out
+
+
+@pytest.mark.parametrize("listed", [" ", ":", "::", " : "])
+def test_a_kubeconfig_variable_naming_no_file_is_one_line_naming_it(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, listed: str
+) -> None:
+    # The message named a blank path: "cannot load kubeconfig from  : Configuration file   not found".
+    monkeypatch.setenv("KUBECONFIG", listed)
+    operator = tmp_path / "listed_operator.py"
+    operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
+    code, out = invoke("run", str(operator))
+    assert code == 1
+    assert out == f"Error: cannot load kubeconfig from $KUBECONFIG: it names no file ({listed!r})\n"
+
+
+@pytest.mark.parametrize("where", ["folder", "no-such-folder/keys.log"])
+def test_a_keylog_file_that_cannot_be_written_is_one_line_naming_the_variable(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    # Each connection failed to open it, was retried, and the run ended "cannot reach the Kubernetes API server".
+    (tmp_path / "folder").mkdir()
+    keylog = tmp_path / where
+    monkeypatch.setenv("SSLKEYLOGFILE", str(keylog))
+    operator = tmp_path / "keylog_operator.py"
+    operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(_UNREACHABLE_KUBECONFIG)
+    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig))
+    assert code == 1
+    assert out.startswith(f"Error: $SSLKEYLOGFILE names {keylog}, where TLS keys cannot be written: ")
+    assert out.endswith(" (unset it, or name a file that can be)\n") and out.count("\n") == 1
+
+
+def test_a_webhook_option_for_a_chosen_reconciler_without_webhooks_names_it(tmp_path: pathlib.Path) -> None:
+    # The file has a webhook, but not the reconciler run: none would be served.
+    operator = tmp_path / "two_kinds_operator.py"
+    operator.write_text(
+        "import okt\nclass Plain(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n"
+        "class Checked(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'Y'\n"
+        "    def check(self, obj, old):\n        return None\n"
+    )
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(_UNREACHABLE_KUBECONFIG)
+    code, out = invoke(
+        "run", str(operator), "--reconciler", "Plain", "--kubeconfig", str(kubeconfig), "--webhook-port", "8443"
+    )
+    assert code == 2
+    assert out.startswith(f"Error: --webhook-port: Plain of {operator} declares no webhook (")
+    assert out.count("\n") == 1

@@ -122,8 +122,9 @@ def mutate(ctx: context_mod.Context) -> None:
             apply.prepare(res, ctx.cr, names)
             # A Secret child's values (made by the operator: generated, read from elsewhere) are left out of what is
             # said of the reconcile's errors, as those of a Secret it reads are; its live values as well.
-            read = (res.desired, res.live) if res.live is not None else (res.desired,)
-            secret_values.hold(str(res.desired.get("apiVersion")), str(res.desired.get("kind")), read)
+            if res.desired.get("kind") == "Secret":
+                read = (res.desired, res.live) if res.live is not None else (res.desired,)
+                secret_values.hold(str(res.desired.get("apiVersion")), "Secret", read)
             ctx.decisions[res.key] = apply.decide(res, res.live, ctx.cr, names, keyed=keyed)
         except errors.MutationError as exc:
             # A mutation that renames a child is a bug of the operator, not of the object: retrying cannot help

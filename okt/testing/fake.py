@@ -119,6 +119,16 @@ What it does as the API server does:
 * a Secret's ``stringData`` is written into its ``data`` (base64, over the value ``data`` holds under the key) by
   every write and never stored nor answered; a value that is not a string is refused as each verb refuses it (400 for
   a create or an update, 422 for a patch, 500 for an apply on Kubernetes 1.20);
+* a value of the right JSON type the server cannot decode into its kind's Go object is refused as each verb refuses
+  it: a Secret's ``data`` that is not base64, a quantity that is none (a container's ``resources`` in a Pod, a
+  PodTemplate or a workload's template, a ResourceQuota's ``hard``, a LimitRange's limits; an apply's check covers
+  every quantity of Kubernetes' own kinds) — an apply's 500 on Kubernetes 1.20 (``failed to convert new object to
+  proper version: unable to convert unstructured object to /v1, Kind=Secret: error decoding from json: illegal base64
+  data at input byte 3``, :func:`okt.testing.validation.check_decodable`), a create's or an update's 400 (``Pod in
+  version "v1" cannot be handled as a Pod: v1.Pod.Spec: ...``, :func:`okt.testing.validation.undecodable_path`: the
+  server's path where the value closes each object it is in, as the server names each field it reads after it too), a
+  patch's 422 naming the patched object (the server quotes it whole, its uid and managedFields with it); a time that
+  is none (``creationTimestamp: yesterday``) is stored;
 * merge patches follow RFC 7386 (``null`` deletes); JSON patches (RFC 6902) support ``test`` (values compared as JSON:
   ``true`` is not ``1``, nor ``1.0`` the integer ``1``), ``add``, ``remove`` and ``replace``; a delete of an object with
   finalizers sets ``deletionTimestamp`` (and bumps ``generation``) and the object goes when its last finalizer is
@@ -459,6 +469,7 @@ class FakeClient(kube_client.Client):
             self._count("create", kind.plural)
             self._check_served(kind)
             _check_kind(kind, body)
+            _check_decodable(kind, body)
             body = _fold_string_data(body, _undecodable)
             body.pop("status", None)
             meta = body.setdefault("metadata", {})
@@ -518,6 +529,8 @@ class FakeClient(kube_client.Client):
                 changed = patching.merge_patch(live, patch)
             else:
                 raise _error(415, "UnsupportedMediaType", f"FakeClient does not speak {patch_type} patches")
+            if (found := validation.undecodable_path(kind, changed)) is not None:
+                raise _invalid("FieldValueInvalid", "patch", f"Invalid value: the patched {kind.kind}: {found}")
             changed = _fold_string_data(changed, _unpatchable)
             # The version the patched object names is the update's precondition, whichever patch set it.
             _check_version(kind, live, changed)
@@ -552,6 +565,7 @@ class FakeClient(kube_client.Client):
                 )
             _fold_string_data(copy.deepcopy(body), _untyped)  # refused before it is merged
             validation.check_apply(kind, body, self._schema(kind.api_version, kind.kind))
+            validation.check_decodable(kind, body)
             key = _key(kind, meta["name"], meta.get("namespace"))
             live = self._objects.get(key)
             if live is None and subresource is not None:
@@ -609,6 +623,7 @@ class FakeClient(kube_client.Client):
             self._count("update", _label(kind, subresource))
             live = self._existing(kind, meta["name"], meta.get("namespace"))
             _check_kind(kind, body)
+            _check_decodable(kind, body)
             body = _fold_string_data(body, _undecodable)
             if not meta.get("resourceVersion") and kinds_mod.builtin(kind.api_version, kind.kind) is None:
                 # Kubernetes' own kinds take an update without a version (last write wins); custom resources do not.
@@ -1044,6 +1059,21 @@ def _fold_string_data(obj: dict[str, Any], refused: Callable[[str], Exception]) 
         **{key: base64.b64encode(value.encode()).decode() for key, value in string_data.items()},
     }
     return obj
+
+
+def _check_decodable(kind: kinds_mod.Kind, body: Mapping[str, Any]) -> None:
+    """Refuse the body of a create or an update the API server cannot decode into its kind's Go object
+    (:func:`okt.testing.validation.undecodable_path`: a Secret's ``data`` that is not base64, a quantity that is none)
+    with its 400; an apply's is its 500 (:func:`okt.testing.validation.check_decodable`)."""
+    found = validation.undecodable_path(kind, body)
+    if found is not None:
+        version = kind.api_version.rpartition("/")[2]
+        raise _error(
+            400,
+            "BadRequest",
+            f'{kind.kind} in version "{version}" cannot be handled as a {kind.kind}: {found}, error found in #10 byte '
+            "of the request (its text left out)",
+        )
 
 
 def _undecodable(what: str) -> errors.ApiError:

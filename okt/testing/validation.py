@@ -29,6 +29,7 @@ it changes nothing. Its causes come in the server's order: rule by rule, but a P
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -36,7 +37,7 @@ from typing import Any
 
 from okt import errors
 from okt.kube import kinds
-from okt.resources import checksum, list_keys
+from okt.resources import checksum, list_keys, quantities
 from okt.testing import gotext, metadata, patching
 
 EACH = "*"
@@ -473,6 +474,186 @@ def check_apply(kind: kinds.Kind, body: Mapping[str, Any], schema: list_keys.Sch
     found = patching.untyped(body, schema, UNDEFAULTED_KEYS.get((kind.api_version, kind.kind), frozenset()))
     if found:
         raise errors.ApiError.from_status(500, "InternalError", f"failed to create typed patch object: {found}")
+
+
+_BASE64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+_QUANTITY_SUFFIXES = frozenset({"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E"})
+_QUANTITY_FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+
+def base64_error(text: str) -> str | None:
+    """Why Go's standard base64 decoding (what the API server decodes a Secret's ``data`` with) refuses ``text``, in
+    its words (``illegal base64 data at input byte 3``: the offset, in bytes, Go names), or None if it takes it. Line
+    breaks are skipped, as Go skips them; padding is required."""
+    src = text.encode()
+    at = 0
+    while at < len(src):
+        got = 0
+        while got < 4:
+            if at == len(src):
+                return None if got == 0 else f"illegal base64 data at input byte {at - got}"
+            byte, at = src[at], at + 1
+            if byte in _BASE64:
+                got += 1
+            elif byte in b"\r\n":
+                continue
+            elif byte != ord("=") or got < 2:
+                return f"illegal base64 data at input byte {at - 1}"
+            else:  # padding: "==" after two characters, "=" after three, then nothing but line breaks
+                if got == 2:
+                    while at < len(src) and src[at] in b"\r\n":
+                        at += 1
+                    if at == len(src):
+                        return f"illegal base64 data at input byte {len(src)}"
+                    if src[at] != ord("="):
+                        return f"illegal base64 data at input byte {at - 1}"
+                    at += 1
+                while at < len(src) and src[at] in b"\r\n":
+                    at += 1
+                return None if at == len(src) else f"illegal base64 data at input byte {at}"
+    return None
+
+
+def quantity_error(text: str) -> str | None:
+    """Why Kubernetes' ``resource.ParseQuantity`` refuses ``text`` (what a quantity field is decoded with, its
+    surrounding blanks trimmed), in its words, or None if it takes it: one that does not read as a number and suffix
+    characters (``lots``, ``1x``, ``1.5.5``, an empty one) does not match its regular expression; one whose suffix is
+    none it knows (``1e``, ``1Ki3``) is a suffix it cannot parse."""
+    text = text.strip()
+    if not text:
+        return _QUANTITY_FORMAT
+    found = re.fullmatch(r"[+-]?[0-9]*(?:\.[0-9]*)?([eEinumkKMGTP]*)([-+]?[0-9]*)", text)
+    if found is None:
+        return _QUANTITY_FORMAT
+    suffix = found.group(1) + found.group(2)
+    if suffix in _QUANTITY_SUFFIXES or re.fullmatch(r"[eE][-+]?[0-9]+", suffix):
+        return None
+    return "unable to parse quantity's suffix"
+
+
+def undecodable(kind: kinds.Kind, obj: Mapping[str, Any]) -> str | None:
+    """Why the API server cannot decode ``obj`` (an object of ``kind``) into its kind's Go object though each value
+    has the JSON type its schema gives, in its words, or None: a Secret's ``data`` value that is not base64, a
+    quantity of one of Kubernetes' own kinds (a container's ``resources``, a ResourceQuota's ``hard``, a LimitRange's
+    ``max``...) that is none. The first such value, in the order the body gives them."""
+    if (kind.api_version, kind.kind) == ("v1", "Secret") and isinstance(obj.get("data"), Mapping):
+        for value in obj["data"].values():
+            if isinstance(value, str) and (why := base64_error(value)) is not None:
+                return why
+    if kinds.builtin(kind.api_version, kind.kind) is None:
+        return None
+    found: list[str] = []
+
+    def read(value: Any) -> Any:
+        if isinstance(value, str) and not found and (why := quantity_error(value)) is not None:
+            found.append(why)
+        return value
+
+    quantities.convert_quantities(copy.deepcopy(dict(obj)), read)
+    return found[0] if found else None
+
+
+_POD_SPEC_PATHS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
+    ("v1", "Pod"): (("spec", "v1.Pod.Spec"),),
+    ("v1", "PodTemplate"): (("template", "v1.PodTemplate.Template"), ("spec", "v1.PodTemplateSpec.Spec")),
+    **{
+        (api_version, kind): (
+            ("spec", f"v1.{kind}.Spec"),
+            ("template", f"v1.{kind}Spec.Template"),
+            ("spec", "v1.PodTemplateSpec.Spec"),
+        )
+        for api_version, kind in (
+            ("apps/v1", "Deployment"),
+            ("apps/v1", "ReplicaSet"),
+            ("apps/v1", "DaemonSet"),
+            ("apps/v1", "StatefulSet"),
+            ("batch/v1", "Job"),
+        )
+    },
+}
+"""Where a kind holds a Pod spec, as the API server's JSON decoding names each step (its Go type and field)."""
+_LIMIT_RANGE_FIELDS = {
+    "max": "Max",
+    "min": "Min",
+    "default": "Default",
+    "defaultRequest": "DefaultRequest",
+    "maxLimitRequestRatio": "MaxLimitRequestRatio",
+}
+
+
+def undecodable_path(kind: kinds.Kind, obj: Mapping[str, Any]) -> str | None:
+    """The first value of ``obj`` (an object of ``kind``) the API server's JSON decoding (of a create's or an update's
+    body) cannot take, with the path it names it by, in its words (``v1.Pod.Spec: v1.PodSpec.Containers:
+    []v1.Container: v1.Container.Resources: v1.ResourceRequirements.Limits: unmarshalerDecoder: quantities must match
+    ...``), or None: a Secret's ``data`` that is not base64, a quantity that is none in a container's ``resources``
+    (of a Pod, a PodTemplate, a workload's template), a ResourceQuota's ``hard`` or a LimitRange's limits.
+
+    The decoder goes on reading the body after the value, and names each field it reads after it too: the path is
+    the server's when the value closes each object it is in (as it does in a body of one faulty value written in the
+    usual order: ``metadata`` before ``spec``, a container's ``resources`` after its ``name`` and ``image``)."""
+    if (kind.api_version, kind.kind) == ("v1", "Secret") and isinstance(obj.get("data"), Mapping):
+        for value in obj["data"].values():
+            if isinstance(value, str) and (why := base64_error(value)) is not None:
+                return f"v1.Secret.Data: decode base64: {why}"
+    steps: list[str] = []
+    if (kind.api_version, kind.kind) in _POD_SPEC_PATHS:
+        spec: Any = obj
+        for field, step in _POD_SPEC_PATHS[(kind.api_version, kind.kind)]:
+            spec = spec.get(field) if isinstance(spec, Mapping) else None
+            steps.append(step)
+        for field, step in (("initContainers", "v1.PodSpec.InitContainers"), ("containers", "v1.PodSpec.Containers")):
+            for container in (spec.get(field) if isinstance(spec, Mapping) else None) or ():
+                resources = container.get("resources") if isinstance(container, Mapping) else None
+                for name in ("limits", "requests"):
+                    at = [*steps, step, "[]v1.Container", "v1.Container.Resources"]
+                    held = resources.get(name) if isinstance(resources, Mapping) else None
+                    if (why := _quantities_error(held)) is not None:
+                        return ": ".join([*at, f"v1.ResourceRequirements.{name.title()}", f"unmarshalerDecoder: {why}"])
+    spec = obj.get("spec")
+    hard = spec.get("hard") if isinstance(spec, Mapping) else None
+    if (kind.api_version, kind.kind) == ("v1", "ResourceQuota") and (why := _quantities_error(hard)) is not None:
+        return f"v1.ResourceQuota.Spec: v1.ResourceQuotaSpec.Hard: unmarshalerDecoder: {why}"
+    if (kind.api_version, kind.kind) == ("v1", "LimitRange") and isinstance(spec, Mapping):
+        for item in spec.get("limits") or ():
+            for field, name in _LIMIT_RANGE_FIELDS.items():
+                held = item.get(field) if isinstance(item, Mapping) else None
+                if (why := _quantities_error(held)) is not None:
+                    return (
+                        "v1.LimitRange.Spec: v1.LimitRangeSpec.Limits: []v1.LimitRangeItem: "
+                        f"v1.LimitRangeItem.{name}: unmarshalerDecoder: {why}"
+                    )
+    return None
+
+
+def _quantities_error(held: Any) -> str | None:
+    """Why the first of a map's quantities is none (:func:`quantity_error`), or None."""
+    if not isinstance(held, Mapping):
+        return None
+    return next((why for value in held.values() if isinstance(value, str) and (why := quantity_error(value))), None)
+
+
+def check_decodable(kind: kinds.Kind, body: Mapping[str, Any]) -> None:
+    """Refuse an apply of ``body`` (an object of ``kind``) as Kubernetes 1.20 does where it types the body but cannot
+    decode it into its kind's Go object (:func:`undecodable`).
+
+    Raises:
+        okt.errors.Invalid: the server's 500, an error of its own rather than a 422 (``failed to convert new object
+            to proper version: unable to convert unstructured object to /v1, Kind=Secret: error decoding from json:
+            illegal base64 data at input byte 3``), which okt reads as the refusal of a value (the answer names no
+            field).
+    """
+    why = undecodable(kind, body)
+    if why is None:
+        return
+    if why.startswith("illegal base64"):
+        why = f"error decoding from json: {why}"
+    group, _, version = kind.api_version.rpartition("/")
+    raise errors.ApiError.from_status(
+        500,
+        "Internal Server Error",
+        "failed to convert new object to proper version: unable to convert unstructured object to "
+        f"{group}/{version}, Kind={kind.kind}: {why}",
+    )
 
 
 def check(kind: kinds.Kind, obj: Mapping[str, Any], *, allocated: bool = False) -> None:

@@ -923,6 +923,56 @@ def pod_spec_refusals(run: Run) -> None:
     )
 
 
+def undecodable_values(run: Run) -> None:
+    """A value of the right JSON type the server cannot decode into its kind's Go object — a Secret's ``data`` that is
+    not base64, a quantity that is none, in a Pod, a workload's template, a ResourceQuota, a LimitRange — refused by
+    the fake as the server refuses it: an apply with its 500, a create or an update with its 400."""
+    c = run.client
+
+    def attempt(label: str, write: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        def call() -> Any:
+            try:
+                write(*args, **kwargs)
+            except errors.ApiError as exc:
+                causes = [(cause.reason, cause.field, cause.message) for cause in exc.causes]
+                return ("refused", exc.status, exc.api_reason, exc.api_message, causes)
+            return "stored"
+
+        run.step(label, call)
+
+    def secret(name: str, value: str) -> dict[str, Any]:
+        meta = {"name": name, "namespace": run.ns}
+        return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": {"k": value}}
+
+    for value in ["not base64!", "abc", "YWJj=", "YQ==YQ==", "YWJ\nj"]:
+        attempt(f"apply data {value!r}", c.apply, secret("applied", value), field_manager="a")
+        attempt(f"create data {value!r}", c.create, secret(f"created{len(value)}", value))
+    c.create(secret("kept", "YQ=="))
+    attempt("update data", c.replace, SECRET, secret("kept", "lots!"))
+    attempt("apply data over stored", c.apply, secret("kept", "lots!"), field_manager="a")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": run.ns}}
+    for cpu in ["lots", "1x", "", "1.5.5", "1e", " 1 "]:
+        containers = [{"name": "c", "image": "busybox", "resources": {"limits": {"cpu": cpu}}}]
+        attempt(f"apply Pod cpu {cpu!r}", c.apply, {**pod, "spec": {"containers": containers}}, field_manager="a")
+        attempt(f"create Pod cpu {cpu!r}", c.create, {**pod, "spec": {"containers": containers}})
+    memory = [{"name": "c", "image": "busybox", "resources": {"requests": {"memory": "lots"}}}]
+    for kind in ("Deployment", "StatefulSet", "Job"):
+        attempt(f"apply {kind}", c.apply, _pod_workload(run, kind, {"containers": memory}), field_manager="a")
+        # (The server names each field it decodes after the faulty value too: here the value closes each object.)
+        created = _pod_workload(run, kind, {"restartPolicy": "OnFailure"} if kind == "Job" else {})
+        spec = created["spec"]
+        created["spec"] = {**{k: v for k, v in spec.items() if k != "template"}, "template": spec["template"]}
+        created["spec"]["template"]["spec"]["initContainers"] = memory
+        attempt(f"create {kind}", c.create, created)
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": run.ns}}
+    attempt("apply ResourceQuota", c.apply, {**quota, "spec": {"hard": {"cpu": "lots"}}}, field_manager="a")
+    attempt("create ResourceQuota", c.create, {**quota, "spec": {"hard": {"pods": "1", "cpu": "1e"}}})
+    limits = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "l", "namespace": run.ns}}
+    item = {"type": "Container", "max": {"cpu": "lots"}}
+    attempt("apply LimitRange", c.apply, {**limits, "spec": {"limits": [item]}}, field_manager="a")
+    attempt("create LimitRange", c.create, {**limits, "spec": {"limits": [{"type": "Container"}, item]}})
+
+
 def node_ports(run: Run) -> None:
     """A NodePort or LoadBalancer Service's ports are given node ports by the server, kept by writes that leave them
     out; a LoadBalancer whose external traffic policy is Local is given a health check node port."""
@@ -997,6 +1047,7 @@ SEQUENCES: list[Callable[[Run], None]] = [
     quantities,
     node_ports,
     pod_spec_refusals,
+    undecodable_values,
 ]
 
 

@@ -1629,3 +1629,108 @@ def test_a_job_restarting_its_pods_always_is_refused(fake: FakeClient, policy: s
 
     with pytest.raises(errors.Invalid, match=r'restartPolicy: Required value: valid values: "OnFailure", "Never"$'):
         fake.create(job)
+
+
+_QUANTITY_FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "s", "namespace": "ns"},
+                "data": {"k": "not b"},
+            },
+            "unable to convert unstructured object to /v1, Kind=Secret: error decoding from json: illegal base64 data "
+            "at input byte 3",
+        ),
+        (
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "s", "namespace": "ns"},
+                "data": {"k": "YQ==YQ"},
+            },
+            "unable to convert unstructured object to /v1, Kind=Secret: error decoding from json: illegal base64 data "
+            "at input byte 4",
+        ),
+        (
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "d", "namespace": "ns"},
+                "spec": {
+                    "selector": {"matchLabels": {"a": "b"}},
+                    "template": {
+                        "metadata": {"labels": {"a": "b"}},
+                        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"cpu": "lots"}}}]},
+                    },
+                },
+            },
+            f"unable to convert unstructured object to apps/v1, Kind=Deployment: {_QUANTITY_FORMAT}",
+        ),
+        (
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": "q", "namespace": "ns"},
+                "spec": {"hard": {"cpu": "1e"}},
+            },
+            "unable to convert unstructured object to /v1, Kind=ResourceQuota: unable to parse quantity's suffix",
+        ),
+    ],
+    ids=["not base64", "trailing garbage", "quantity", "quantity suffix"],
+)
+def test_an_apply_the_server_cannot_decode_into_its_kind_is_its_500_and_stores_nothing(
+    body: dict[str, Any], message: str
+) -> None:
+    fake = FakeClient()
+
+    with pytest.raises(errors.Invalid) as refused:
+        fake.apply(body, field_manager="m")
+
+    assert (refused.value.status, refused.value.api_message) == (
+        500,
+        f"failed to convert new object to proper version: {message}",
+    )
+    assert fake.objects(fake.kind_of(body)) == []
+
+
+def test_a_create_or_an_update_of_secret_data_that_is_not_base64_is_a_400() -> None:
+    fake = FakeClient()
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns"}}
+    fake.create({**secret, "data": {"k": "YQ=="}})
+
+    for write in (
+        lambda: fake.create({**secret, "metadata": {"name": "t", "namespace": "ns"}, "data": {"k": "abc"}}),
+        lambda: fake.replace(fake.kind_of(secret), {**secret, "data": {"k": "abc"}}),
+    ):
+        with pytest.raises(errors.BadRequest) as refused:
+            write()
+        assert refused.value.api_message == (
+            'Secret in version "v1" cannot be handled as a Secret: v1.Secret.Data: decode base64: illegal base64 data '
+            "at input byte 0, error found in #10 byte of the request (its text left out)"
+        )
+
+
+def test_a_create_of_a_quantity_that_is_none_is_the_400_naming_its_path() -> None:
+    fake = FakeClient()
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"memory": "1x"}}}]},
+    }
+
+    with pytest.raises(errors.BadRequest) as refused:
+        fake.create(pod)
+
+    assert refused.value.api_message == (
+        'Pod in version "v1" cannot be handled as a Pod: v1.Pod.Spec: v1.PodSpec.Containers: []v1.Container: '
+        f"v1.Container.Resources: v1.ResourceRequirements.Requests: unmarshalerDecoder: {_QUANTITY_FORMAT}, error "
+        "found in #10 byte of the request (its text left out)"
+    )
+    assert fake.objects(fake.kind_of(pod)) == []

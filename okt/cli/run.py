@@ -140,14 +140,13 @@ def _default_lease_namespace(namespaces: tuple[str, ...]) -> str:
             never leading, each refusal a log line.
     """
     if os.environ.get("POD_NAMESPACE"):
-        value = os.environ["POD_NAMESPACE"]
-        if not crd.DNS_LABEL.fullmatch(value):
+        try:
+            return _namespace_name(os.environ["POD_NAMESPACE"])
+        except click.BadParameter as exc:
             raise click.UsageError(
-                f"$POD_NAMESPACE {value!r} is not a namespace name: lowercase letters, digits and '-', starting and "
-                "ending with a letter or digit, at most 63 characters; set it to the pod's namespace "
-                "(fieldRef metadata.namespace), or unset it"
-            )
-        return value
+                f"$POD_NAMESPACE {exc.message}; set it to the pod's namespace (fieldRef metadata.namespace), "
+                "or unset it"
+            ) from None
     if SERVICE_ACCOUNT_NAMESPACE.is_file():
         return SERVICE_ACCOUNT_NAMESPACE.read_text().strip()
     return namespaces[0] if namespaces else "default"

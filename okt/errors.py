@@ -593,7 +593,7 @@ def message_of(exc: BaseException) -> str:
     Secret's say, with a model of its own) is said in one line, the model's name then each bad field and what is wrong
     with it, never the value it was given: pydantic's own text repeats every input, whatever the hook was given.
 
-    The values of the Secrets read while a reconcile or an admission review runs are left out of it
+    The values of the Secrets read while a reconcile, a review or a hook okt runs outside those runs are left out of it
     (:mod:`okt.secret_values`): the text of an exception of the operator's own code may quote one (``int(password)``,
     a lookup by it), and every report of an error — the log, Ready, an Event, a refusal — says it through here.
     """

@@ -12,16 +12,20 @@ said, since each of those goes through :func:`okt.errors.message_of`.
 Guarantees:
 
 * :func:`held` binds a fresh record to the running context for a block (a reconcile, a daemon's runs, an admission
-  review); the kube client's reads of Secrets (:func:`hold`: ``get``, ``list``, through ``ctx.client`` or the
-  runtime's readers), a reconcile's Secret children (desired and live) and a Secret under review add each value of
-  their ``data`` (decoded, and as stored in base64) and ``stringData`` to it, from any thread or task that runs the
-  block's hooks (the record is shared, not copied, with a context copied from it);
+  or a conversion review, a call of a hook okt runs outside those: ``on_deleted``, a start-up or clean-up hook, a
+  probe, a watch's mapping of one event); the kube client's reads of Secrets (:func:`hold`: ``get``, ``list``,
+  through ``ctx.client`` or the runtime's readers), a reconcile's Secret children (desired and live) and a Secret
+  under review add each value of their ``data`` (decoded, and as stored in base64) and ``stringData`` to it, from any
+  thread or task that runs the block's hooks (the record is shared, not copied, with a context copied from it);
 * :func:`left_out` replaces each held value of :data:`SHORTEST` characters or more in a text, the longest first, by
   :data:`LEFT_OUT`; outside a block it changes nothing.
 
 Caveats: a value shorter than :data:`SHORTEST` is not left out (``"1"`` or ``"yes"`` would be taken out of every word
 of the message holding them); a value transformed before it is quoted (upper-cased, split, hashed) is not recognised;
-a Secret read by other means than okt's client (a file mounted in the operator's pod) is not known.
+a Secret read by other means than okt's client (a file mounted in the operator's pod) is not known. An index function
+runs in no block (it runs for every object of every event, and is given the object alone): a watched Secret it fails
+on is held for what is said of that failure only (:func:`okt.reconciler.watches.said_of`), a Secret it reads through a
+client of its own is not known.
 """
 
 from __future__ import annotations

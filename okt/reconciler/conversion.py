@@ -63,7 +63,7 @@ import pydantic
 import pydantic_core
 import structlog
 
-from okt import coroutines, errors
+from okt import coroutines, errors, secret_values
 from okt.reconciler import reconciler as reconciler_mod
 
 REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
@@ -119,11 +119,14 @@ def convert(reconciler: type[reconciler_mod.Reconciler], request: Mapping[str, A
     desired = str(request.get("desiredAPIVersion") or "")
     group, _, version = desired.rpartition("/")
     converted: list[dict[str, Any]] = []
-    for obj in request.get("objects") or ():
-        try:
-            converted.append(convert_object(reconciler, obj, group, version))
-        except Exception as exc:
-            return Result(failure=_describe(obj, desired, exc))
+    # A review is a block (:mod:`okt.secret_values`), as an admission review is: the values of the Secrets a
+    # converter reads are left out of the failure said of its error.
+    with secret_values.held():
+        for obj in request.get("objects") or ():
+            try:
+                converted.append(convert_object(reconciler, obj, group, version))
+            except Exception as exc:
+                return Result(failure=_describe(obj, desired, exc))
     return Result(tuple(converted))
 
 

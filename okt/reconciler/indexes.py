@@ -255,7 +255,7 @@ class Indexer:
         try:
             result = self.function(obj)
         except Exception as exc:
-            self._raised_for(who, meta, exc)
+            self._raised_for(who, obj, exc)
             return ()
         with self._lock:
             self._raised.pop(who, None)
@@ -283,7 +283,8 @@ class Indexer:
                 self._failed()
         return kept
 
-    def _raised_for(self, who: str, meta: Mapping[str, Any], exc: Exception) -> None:
+    def _raised_for(self, who: str, obj: Mapping[str, Any], exc: Exception) -> None:
+        meta = obj.get("metadata") or {}
         with self._lock:
             said = who in self._raised
             self._raised[who] = None
@@ -299,7 +300,7 @@ class Indexer:
                 index=self.name,
                 name=meta.get("name"),
                 namespace=meta.get("namespace"),
-                error=errors.said(exc),
+                error=watches.said_of(exc, obj),
             )
 
 

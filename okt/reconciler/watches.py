@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from okt import errors
+from okt import errors, secret_values
 from okt.kube import client as kube_client
 from okt.kube import kinds, objects
 
@@ -197,7 +197,7 @@ def safe_index(
             "an index function raised: the object is left out of the index",
             name=meta.get("name"),
             namespace=meta.get("namespace"),
-            error=errors.said(exc),
+            error=said_of(exc, obj),
         )
         if failed is not None:
             failed()
@@ -213,6 +213,19 @@ def safe_index(
         if failed is not None:
             failed()
     return tuple(kept)
+
+
+def said_of(exc: BaseException, obj: Mapping[str, Any]) -> str:
+    """``exc``, raised by an index or mapping function given ``obj``, as :func:`okt.errors.said` says it — ``obj``'s
+    values left out when it is a Secret (:mod:`okt.secret_values`: an index of Secrets, a mapping of a watched Secret,
+    that fails on a value, ``int(...)`` of a port that is none, quotes it).
+
+    Why only on failure: an index function runs for every object of every event, and a block around each call would
+    cost every event what only a failure needs (a Secret read through a client there is the rare case, see
+    :func:`keys_for_event` for a mapping's reads)."""
+    with secret_values.held():
+        secret_values.hold(str(obj.get("apiVersion")), str(obj.get("kind")), (obj,))
+        return errors.said(exc)
 
 
 def index_key(value: object) -> IndexKey:
@@ -412,23 +425,27 @@ def keys_for_event(
     if watched.map is None or (unchanged and event_type == "MODIFIED"):
         return []
     found: dict[Key, None] = {}
-    for version in (obj,) if old is None or unchanged else (obj, old):
-        try:
-            keys, problems = keys_of(watched.map(version, ctx), ctx.kind.namespaced, ctx.kind)
-        except Exception as exc:
-            keys, problems = [], [exc]
-        found.update(dict.fromkeys(keys))
-        if problems:
-            meta = version.get("metadata") or {}
-            # One line per call, not per item: a mapping that returns thousands of wrong items says so once.
-            ctx.log.error(
-                "a watch's mapping function raised or returned what names no primary: that part reconciles nothing",
-                watched=str(version.get("kind")),
-                name=meta.get("name"),
-                namespace=meta.get("namespace"),
-                error=errors.said(problems[0]),
-                **({"more": len(problems) - 1} if len(problems) > 1 else {}),
-            )
-            if failed is not None:
-                failed()
+    # The event's block (:mod:`okt.secret_values`): a mapping may read a Secret (through ``ctx.reader``) to name its
+    # primaries, and its values are left out of what is said of its failure (5 calls an event: the block's enter and
+    # exit, and the context variable's get, set and reset).
+    with secret_values.held():
+        for version in (obj,) if old is None or unchanged else (obj, old):
+            try:
+                keys, problems = keys_of(watched.map(version, ctx), ctx.kind.namespaced, ctx.kind)
+            except Exception as exc:
+                keys, problems = [], [exc]
+            found.update(dict.fromkeys(keys))
+            if problems:
+                meta = version.get("metadata") or {}
+                # One line per call, not per item: a mapping that returns thousands of wrong items says so once.
+                ctx.log.error(
+                    "a watch's mapping function raised or returned what names no primary: that part reconciles nothing",
+                    watched=str(version.get("kind")),
+                    name=meta.get("name"),
+                    namespace=meta.get("namespace"),
+                    error=said_of(problems[0], version),
+                    **({"more": len(problems) - 1} if len(problems) > 1 else {}),
+                )
+                if failed is not None:
+                    failed()
     return list(found)

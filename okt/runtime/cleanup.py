@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
-from okt import coroutines, errors, hooks
+from okt import coroutines, errors, hooks, secret_values
 from okt.kube import fence as fence_mod
 from okt.runtime import daemons as daemons_mod
 
@@ -80,7 +80,9 @@ def run(
 
 
 def _call(hook: hooks.CleanupHook, fence: fence_mod.Fence, failed: Callable[[str], None]) -> None:
-    with fence_mod.fenced(fence, errors.WriteRefused):
+    # A block of its own (:mod:`okt.secret_values`): the values of the Secrets the hook reads are left out of what is
+    # said of its error.
+    with fence_mod.fenced(fence, errors.WriteRefused), secret_values.held():
         try:
             coroutines.call(hook)  # an async def hook runs on this thread's own loop
         except Exception as exc:

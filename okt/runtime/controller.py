@@ -84,7 +84,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from okt import coroutines, delays, errors
+from okt import coroutines, delays, errors, secret_values
 from okt import names as names_mod
 from okt.engines import results as results_mod
 from okt.engines import stepper
@@ -1064,22 +1064,24 @@ class Controller:
             # A watch says DELETED of an object that left the selection, too: that one is still there.
             self._log.debug("left the selection, not deleted: no on_deleted", namespace=key[0], name=key[1])
             return True
-        try:
-            coroutines.call(self.reconciler.on_deleted, objects.CustomResource(copy.deepcopy(dict(deletion.obj))))
-        except BaseException as exc:  # whatever it is: a hook's sys.exit() would end the worker (see _run)
-            self.metrics.on_deleted_errors_total.labels(controller=self.name).inc()
-            # Said as a hook's exception is (a pydantic ValidationError by its fields, never the spec's values it was
-            # given), with where it was raised.
-            self._log.error(
-                "on_deleted raised",
-                namespace=key[0],
-                name=key[1],
-                uid=deletion.uid,
-                failures=deletion.failures + 1,
-                error=errors.said(exc),
-                **errors.where_raised(exc),
-            )
-            return False
+        # The values of the Secrets the hook reads are left out of what is said of its error, as a reconcile's are.
+        with secret_values.held():
+            try:
+                coroutines.call(self.reconciler.on_deleted, objects.CustomResource(copy.deepcopy(dict(deletion.obj))))
+            except BaseException as exc:  # whatever it is: a hook's sys.exit() would end the worker (see _run)
+                self.metrics.on_deleted_errors_total.labels(controller=self.name).inc()
+                # Said as a hook's exception is (a pydantic ValidationError by its fields, never the spec's values it
+                # was given), with where it was raised.
+                self._log.error(
+                    "on_deleted raised",
+                    namespace=key[0],
+                    name=key[1],
+                    uid=deletion.uid,
+                    failures=deletion.failures + 1,
+                    error=errors.said(exc),
+                    **errors.where_raised(exc),
+                )
+                return False
         return True
 
     def _left_the_cache(self, key: QueueKey) -> bool:

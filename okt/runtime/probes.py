@@ -35,7 +35,7 @@ from typing import Any
 
 import structlog
 
-from okt import coroutines, errors, hooks
+from okt import coroutines, errors, hooks, secret_values
 
 TIMEOUT = 2.0
 """Seconds a report waits for its probes, all of them at once."""
@@ -56,14 +56,15 @@ class _Call:
         self.thread.start()
 
     def _run(self, fn: hooks.Probe) -> None:
-        try:
-            value = coroutines.call(fn)
-        except Exception as exc:
-            self.failure = type(exc).__name__
-            # As okt logs any exception of the operator's code: a pydantic ValidationError by its fields, never the
-            # values it was given (a Secret's, read by the probe).
-            self.error = " ".join(errors.said(exc).split())
-            return
+        with secret_values.held():  # the values of the Secrets the probe reads, left out of its error's text
+            try:
+                value = coroutines.call(fn)
+            except Exception as exc:
+                self.failure = type(exc).__name__
+                # As okt logs any exception of the operator's code: a pydantic ValidationError by its fields, never the
+                # values it was given (a Secret's, read by the probe).
+                self.error = " ".join(errors.said(exc).split())
+                return
         try:
             # Checked here, on the probe's thread: a value slow to encode is bounded by the timeout too.
             self.value = json.loads(json.dumps(value, allow_nan=False))

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
-from okt import coroutines, errors, hooks
+from okt import coroutines, errors, hooks, secret_values
 from okt.kube import client as kube_client
 from okt.runtime import backoff as backoff_mod
 
@@ -80,31 +80,35 @@ def run(
             if stopping.is_set():  # asked while the hook before ran, or while this one's last call ran
                 return False
             calling(name)
-            try:
-                coroutines.call(hook, client)
-            except errors.TemporaryError as exc:
-                failures += 1
-                if exc.delay is not None:
-                    delay = exc.delay
-                elif limits.backoff is not None:
-                    delay = limits.backoff
-                else:
-                    delay = backoff.delay(failures)
-                _refuse_past_limits(name, limits, failures, clock() - first_call, delay, exc)
-                _log.warning(
-                    "start-up hook failed, retried",
-                    hook=name,
-                    error=errors.said(exc),
-                    retry_in=round(delay, 3),
-                    attempt=failures,
-                )
-                retrying(f"the start-up hook {name} failed ({type(exc).__name__}), retried in {delay:g} s")
-                if stopping.wait(delay):
-                    return False
-                continue
-            except Exception as exc:
-                # A pydantic ValidationError by its fields: its text repeats the values it was given (a Secret's).
-                raise errors.ConfigurationError(f"the start-up hook {name} failed: {errors.said(exc)}") from exc
+            # Each call a block of its own (:mod:`okt.secret_values`): the values of the Secrets it reads are left out
+            # of what is said of its error, in the log and in the ConfigurationError that stops the start.
+            with secret_values.held():
+                try:
+                    coroutines.call(hook, client)
+                except errors.TemporaryError as exc:
+                    failures += 1
+                    if exc.delay is not None:
+                        delay = exc.delay
+                    elif limits.backoff is not None:
+                        delay = limits.backoff
+                    else:
+                        delay = backoff.delay(failures)
+                    _refuse_past_limits(name, limits, failures, clock() - first_call, delay, exc)
+                    _log.warning(
+                        "start-up hook failed, retried",
+                        hook=name,
+                        error=errors.said(exc),
+                        retry_in=round(delay, 3),
+                        attempt=failures,
+                    )
+                    retrying(f"the start-up hook {name} failed ({type(exc).__name__}), retried in {delay:g} s")
+                    if stopping.wait(delay):
+                        return False
+                    continue
+                except Exception as exc:
+                    # A pydantic ValidationError by its fields: its text repeats the values it was given (a Secret's);
+                    # and the values of the Secrets the call read are left out of it (the block above).
+                    raise errors.ConfigurationError(f"the start-up hook {name} failed: {errors.said(exc)}") from exc
             break
         retrying(None)
     return True

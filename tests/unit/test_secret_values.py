@@ -4,15 +4,18 @@ its message (Ready, an Event, a webhook's refusal) and its log line, a traceback
 from __future__ import annotations
 
 import base64
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
+import pydantic
 import pytest
 import structlog.testing
 
 import okt
 from okt import errors, secret_values
-from okt.kube import kinds
-from okt.reconciler import admission
+from okt.kube import fence, kinds
+from okt.reconciler import admission, conversion, indexes, watches
+from okt.runtime import cleanup, daemons, probes
 from okt.testing import FakeClient, condition
 
 PASSWORD = "hunter2-in-clear"
@@ -197,3 +200,103 @@ def test_a_give_up_whose_reason_quotes_a_secret_it_read_is_said_without_the_valu
     run = okt.reconcile(Weak(), fake, None, "ns", "w")
 
     assert str(run.outcome) == "give_up(the password (a Secret's value, left out) is too weak)"
+
+
+# The hooks that run outside a reconcile: each call is a block of its own, or (an index function, run for every object
+# of every event) the object it was given is held when it fails.
+
+SECRET_KIND = kinds.BUILTIN[("v1", "Secret")]
+SAID = "ValueError: invalid literal for int() with base 10: '(a Secret's value, left out)'"
+
+
+def port_of(client: FakeClient) -> int:
+    """A hook's bug: the port it reads from a Secret holds no number."""
+    read = client.get(SECRET_KIND, "login", "ns")
+    return int(base64.b64decode(read["data"]["password"]).decode())
+
+
+def test_a_clean_up_hook_failing_on_a_secret_s_value_it_read_is_logged_and_told_without_it() -> None:
+    fake = FakeClient(objects=[SECRET])
+    told: list[str] = []
+
+    with structlog.testing.capture_logs() as logged:
+        cleanup.run(
+            [lambda: port_of(fake)], left=daemons.fixed(5), fence=fence.Fence(lambda *_: None), failed=told.append
+        )
+
+    [line] = [line for line in logged if line["event"] == "a clean-up hook failed"]
+    assert line["error"] == SAID, line
+    assert len(told) == 1 and told[0].endswith(SAID), told
+    assert PASSWORD not in repr(logged)
+
+
+def test_a_probe_failing_on_a_secret_s_value_it_read_is_logged_without_it() -> None:
+    fake = FakeClient(objects=[SECRET])
+
+    with structlog.testing.capture_logs() as logged:
+        report = probes.Probes({"backend": lambda: port_of(fake)}).report()
+
+    assert report["failed"] == {"backend": "ValueError"}
+    assert [line["error"] for line in logged if line["event"] == "a probe failed"] == [SAID]
+    assert PASSWORD not in repr(logged)
+
+
+class GadgetSpec(pydantic.BaseModel):
+    port: int = 0
+
+
+class Gadgets(okt.Reconciler):
+    """Gadgets whose v1 reads the port the v1alpha1 did not hold from a Secret, through a client of their own."""
+
+    api_version = "example.com/v1"
+    kind = "Gadget"
+    spec_model = GadgetSpec
+    spec_models = {"v1alpha1": GadgetSpec}
+    client: ClassVar[FakeClient]
+    converters = {("v1alpha1", "v1"): lambda spec: GadgetSpec(port=port_of(Gadgets.client))}
+
+
+def test_a_converter_failing_on_a_secret_s_value_it_read_fails_the_review_without_it() -> None:
+    """The review's failure (``kubectl`` prints it) names the exception by its class; the log line says it whole,
+    without the value."""
+    Gadgets.client = FakeClient(objects=[SECRET])
+    meta = {"name": "g", "namespace": "ns"}
+    obj = {"apiVersion": "example.com/v1alpha1", "kind": "Gadget", "metadata": meta, "spec": {}}
+
+    with structlog.testing.capture_logs() as logged:
+        result = conversion.convert(Gadgets, {"desiredAPIVersion": "example.com/v1", "objects": [obj]})
+
+    assert result.failure is not None and result.failure.endswith(
+        "internal error in converter v1alpha1->v1: ValueError"
+    )
+    assert [line["error"] for line in logged if line["log_level"] == "error"] == [SAID], logged
+    assert PASSWORD not in repr(logged)
+
+
+def test_an_index_function_of_secrets_failing_on_a_value_is_logged_without_it() -> None:
+    """An index of Secrets (``okt.watch("Secret", indexes=...)``, or the reconciler's own ``indexes`` when it watches
+    them) that fails on a value quotes it: the Secret it was given is held for what is said of its failure."""
+
+    def port(obj: Mapping[str, Any]) -> list[int]:
+        return [int(base64.b64decode(obj["data"]["password"]).decode())]
+
+    with structlog.testing.capture_logs() as logged:
+        assert watches.safe_index(port, SECRET) == ()
+        assert indexes.Indexer("ports", port)(SECRET) == ()
+
+    assert [line["error"] for line in logged] == [SAID, SAID], logged
+    assert PASSWORD not in repr(logged)
+    assert secret_values.left_out(PASSWORD) == PASSWORD  # held for the line only
+
+
+def test_a_mapping_of_a_watched_secret_failing_on_its_value_is_logged_without_it() -> None:
+    def primaries(obj: Mapping[str, Any], ctx: watches.MapContext) -> list[tuple[str, str]]:
+        return [("ns", {"main": "w"}[base64.b64decode(obj["data"]["password"]).decode()])]
+
+    with structlog.testing.capture_logs() as logged:
+        ctx = watches.MapContext(WIDGET, FakeClient(), structlog.get_logger("t"), find=lambda name, value: [])
+        keys = watches.keys_for_event(watches.watch(SECRET_KIND, map=primaries), "ADDED", SECRET, None, ctx)
+
+    assert keys == []
+    assert [line["error"] for line in logged] == ["KeyError: '(a Secret's value, left out)'"], logged
+    assert PASSWORD not in repr(logged)

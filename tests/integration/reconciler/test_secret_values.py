@@ -1,7 +1,8 @@
 """The values of the Secrets a reconcile reads never reach what okt says of its errors — the log (at every level, the
 traceback included), the Ready condition, the Warning Event — whatever the text of the exception a hook raises on
 them: ``int()`` of a value that is no number quotes it, a lookup by it (``KeyError``) is its repr. What is said still
-names the exception and what went wrong."""
+names the exception and what went wrong. The same holds of the hooks that run outside a reconcile (a start-up hook, a
+watch's mapping)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import base64
 import io
 import logging
 import secrets
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pydantic
@@ -19,7 +21,9 @@ import structlog
 import okt
 from okt.kube import client as kube_client
 from okt.kube import kinds
-from okt.runtime import logs
+from okt.reconciler import watches
+from okt.runtime import backoff, logs, startup
+from okt.runtime import cache as cache_mod
 from okt.status import events
 from okt.testing import condition, crds
 
@@ -100,3 +104,54 @@ def test_a_secret_s_value_quoted_by_a_hook_s_exception_is_left_out_of_the_log_th
     assert "Traceback" in log and said in log, log  # its traceback, the value left out
     assert PASSWORD not in log, log
     assert PASSWORD not in str(ready) and PASSWORD not in str(event)
+
+
+def test_a_start_up_hook_failing_on_a_secret_s_value_it_read_stops_the_start_without_the_value(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    """A start-up hook runs before any reconcile: each call is a block of its own, and the ConfigurationError that
+    stops the start (what ``okt run`` prints) says its error without the value of the Secret it read."""
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "login", "namespace": namespace}}
+    kube.create({**secret, "stringData": {"port": PASSWORD}})
+
+    def connect(client: kube_client.Client) -> None:
+        read = client.get(client.resolve("v1", "Secret"), "login", namespace)
+        int(base64.b64decode(read["data"]["port"]).decode())
+
+    with pytest.raises(okt.ConfigurationError) as raised:
+        startup.run([connect], kube, stopping=threading.Event(), backoff=backoff.Backoff())
+
+    said = str(raised.value)
+    assert said.endswith(
+        ".connect failed: ValueError: invalid literal for int() with base 10: '(a Secret's value, left out)'"
+    ), said
+    assert PASSWORD not in said, said
+
+
+def test_a_watch_s_mapping_failing_on_a_secret_s_value_it_read_is_logged_without_the_value(
+    kube: kube_client.Client, vault_kind: kinds.Kind, namespace: str, logged: io.StringIO
+) -> None:
+    """A mapping runs on the controller's mapping thread, outside any reconcile: each event is a block of its own,
+    and the value of a Secret it reads through ``ctx.reader`` (here from the API server: Secrets are not watched) is
+    left out of the line that says it failed."""
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "login", "namespace": namespace}}
+    kube.create({**secret, "stringData": {"vault": PASSWORD}})
+
+    def vaults_of(obj: Mapping[str, Any], ctx: watches.MapContext) -> list[tuple[str, str]]:
+        read = ctx.reader.get(kinds.BUILTIN[("v1", "Secret")], "login", namespace)
+        assert read is not None
+        return [(namespace, {"main": "vault"}[base64.b64decode(read["data"]["vault"]).decode()])]
+
+    config = kube.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": namespace}})
+    cache = cache_mod.Cache(kube, [namespace])
+    log = structlog.get_logger("okt.test")
+    ctx = watches.MapContext(vault_kind, cache, log, find=lambda name, value: [])
+    try:
+        keys = watches.keys_for_event(watches.watch(kinds.CONFIG_MAP, map=vaults_of), "ADDED", config, None, ctx)
+    finally:
+        cache.stop()
+
+    assert keys == []
+    said = logged.getvalue()
+    assert "KeyError: '(a Secret's value, left out)'" in said, said
+    assert PASSWORD not in said, said

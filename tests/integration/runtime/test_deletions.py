@@ -4,12 +4,17 @@ merely left the selection, nor for one deleted after it left it, nor on a standb
 
 from __future__ import annotations
 
+import base64
+import io
+import json
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import pytest
+import structlog
 
 import okt
 from okt import errors
@@ -21,7 +26,7 @@ from okt.reconciler import core
 from okt.runtime import backoff as backoff_mod
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
-from okt.runtime import deletions
+from okt.runtime import deletions, logs
 from okt.testing import wait_for
 from tests.integration.runtime import conftest as shared
 
@@ -424,3 +429,47 @@ def test_a_standby_tells_no_deletion_seen_before_it_leads(
     wait_for(lambda: ToldGadget.told, timeout=15)
     settle(controller)
     assert [told[0] for told in ToldGadget.told] == [uid]
+
+
+class GadgetOfABackend(ToldGadget):
+    """A Gadget whose ``on_deleted`` reads its backend's port from a Secret, through its own client, and fails on it:
+    ``int()`` of a value that is no number quotes it."""
+
+    told: ClassVar[list[tuple[str, str, Any]]] = []
+    client: ClassVar[kube_client.Client]
+
+    def on_deleted(self, cr: okt.CustomResource) -> None:
+        self.told.append((cr.uid, cr.name, cr.spec))
+        secret = self.client.get(self.client.resolve("v1", "Secret"), "backend", cr.namespace)
+        int(base64.b64decode(secret["data"]["port"]).decode())
+
+
+def test_an_on_deleted_failing_on_a_secret_s_value_it_read_logs_its_error_without_the_value(
+    kube: kube_client.Client,
+    namespace: str,
+    gadget_kind: kinds.Kind,
+    make_gadget: Any,
+    start: Callable[..., controller_mod.Controller],
+) -> None:
+    """The hook runs outside a reconcile: its call is a block of its own (:mod:`okt.secret_values`), and the value of
+    the Secret it read is left out of the ``on_deleted raised`` line, where it was raised included."""
+    port = "hunter2-" + secrets.token_hex(4)
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "backend", "namespace": namespace}}
+    kube.create({**secret, "stringData": {"port": port}})
+    GadgetOfABackend.client = kube
+    stream = io.StringIO()
+    logs.configure("json", stream=stream)
+    try:
+        make_gadget("g")
+        controller = start(GadgetOfABackend)
+        wait_for(lambda: controller.processed >= 1, timeout=10)
+        kube.delete(gadget_kind, "g", namespace)
+        wait_for(lambda: '"on_deleted raised"' in stream.getvalue(), timeout=15, message="the hook's failure logged")
+    finally:
+        structlog.reset_defaults()
+
+    log = stream.getvalue()
+    assert port not in log, log
+    line = next(json.loads(text) for text in log.splitlines() if '"on_deleted raised"' in text)
+    assert line["error"] == "ValueError: invalid literal for int() with base 10: '(a Secret's value, left out)'", line
+    assert "int(base64.b64decode" in line["stack"]  # where it was raised, still said

@@ -64,6 +64,11 @@ what is wrong with it, when it says)."""
 _ALLOCATING = re.compile(r"\bfailed to allocated? ip:\S* with error:")
 """How a Service's refused cluster IP quotes the IP again in what is wrong with it (``failed to allocated
 ip:10.96.0.50 with error:provided IP is already allocated``): what follows it is said, not the IP."""
+_JSON_CHARACTER = re.compile(r"\binvalid character '(?:\\.|[^'\\])*'")
+"""How Go's JSON decoder quotes the character of the request's value it could not read (``invalid character 'h'
+looking for beginning of value``, a ``kubernetes.io/dockerconfigjson`` Secret's ``.dockerconfigjson`` that is no JSON,
+as Kubernetes 1.20 says it after its own ``<secret contents redacted>``): a character of a Secret's value; the rest
+says what is wrong."""
 _GO_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _OPENING, _CLOSING = "([{", ")]}"
 
@@ -96,15 +101,16 @@ def _value_end(text: str, start: int) -> int:
 
 def without_values(text: str) -> str:
     """``text``, an API server's refusal, with each value it quotes left out (``spec.replicas: invalid value: must be
-    greater than or equal to 0``): the value is the request's, what the custom resource and the template make of a
-    child, perhaps read out of a Secret, and a refusal goes to the Ready condition, an Event and the log."""
+    greater than or equal to 0``), and the character of it a JSON decoder quotes (``invalid character looking for
+    beginning of value``): the value is the request's, what the custom resource and the template make of a child,
+    perhaps read out of a Secret, and a refusal goes to the Ready condition, an Event and the log."""
     parts, position = [], 0
     for quoting in _QUOTING.finditer(text):
         if quoting.start() < position:
             continue
         parts.append(text[position : quoting.start()] + quoting.group(1).lower())
         position = _value_end(text, quoting.end())
-    return _ALLOCATING.sub("", "".join(parts) + text[position:])
+    return _JSON_CHARACTER.sub("invalid character", _ALLOCATING.sub("", "".join(parts) + text[position:]))
 
 
 def _without_value(cause: StatusCause) -> str:

@@ -300,3 +300,21 @@ def test_a_mapping_of_a_watched_secret_failing_on_its_value_is_logged_without_it
     assert keys == []
     assert [line["error"] for line in logged] == ["KeyError: '(a Secret's value, left out)'"], logged
     assert PASSWORD not in repr(logged)
+
+
+@pytest.mark.parametrize(
+    ("refused", "said"),
+    [
+        (
+            "Invalid value: \"<secret contents redacted>\": invalid character 'h' looking for beginning of value",
+            "invalid value: invalid character looking for beginning of value",
+        ),
+        ("invalid character '\\'' after object key", "invalid character after object key"),
+        ("invalid character '\\x01' in string literal", "invalid character in string literal"),
+    ],
+    ids=["dockerconfigjson", "quote", "control"],
+)
+def test_the_character_of_a_secret_s_value_a_json_decoder_quotes_is_left_out_of_a_refusal(
+    refused: str, said: str
+) -> None:
+    assert errors.without_values(refused) == said

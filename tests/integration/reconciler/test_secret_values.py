@@ -2,11 +2,12 @@
 traceback included), the Ready condition, the Warning Event — whatever the text of the exception a hook raises on
 them: ``int()`` of a value that is no number quotes it, a lookup by it (``KeyError``) is its repr. What is said still
 names the exception and what went wrong. The same holds of the hooks that run outside a reconcile (a start-up hook, a
-watch's mapping)."""
+watch's mapping), and of the API server's refusal of a Secret's data, which quotes a character of it."""
 
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import logging
 import secrets
@@ -155,3 +156,27 @@ def test_a_watch_s_mapping_failing_on_a_secret_s_value_it_read_is_logged_without
     said = logged.getvalue()
     assert "KeyError: '(a Secret's value, left out)'" in said, said
     assert PASSWORD not in said, said
+
+
+def test_an_invalid_dockerconfigjson_is_refused_without_the_character_of_it_the_api_server_quotes(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    """Kubernetes 1.20 says a ``.dockerconfigjson`` that is no JSON with its JSON decoder's error, which quotes the
+    first character it could not read (``invalid character 'h' looking for beginning of value``): a character of the
+    Secret's value, which okt says in Ready and an Event. okt says the refusal without it."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "pull", "namespace": namespace},
+        "type": "kubernetes.io/dockerconfigjson",
+        "data": {".dockerconfigjson": base64.b64encode(PASSWORD.encode()).decode()},
+    }
+    for write in (kube.create, functools.partial(kube.apply, field_manager="okt-test")):
+        with pytest.raises(okt.Invalid) as raised:
+            write(body)
+
+        said = okt.errors.message_of(raised.value)
+        assert said.endswith(
+            "422 Invalid: data[.dockerconfigjson]: invalid value: invalid character looking for beginning of value"
+        ), said
+        assert "'h'" not in said, said

@@ -370,6 +370,8 @@ class Informer:
         # The last of them (its event and _failure_kind): a repeat in a row is logged at debug level.
         self._failure_said: tuple[str, ...] = ()
         self._lock = threading.RLock()
+        # Held by add_indexers from its snapshot of the store until the indexes it adds are complete: one at a time.
+        self._adding = threading.Lock()
         # Held from a change of the store to the end of its announcement (an event of the watch, a whole list), and
         # by the resync for each object it reads and announces: it runs on a thread of its own, and must never tell
         # a state older than one the watch or a list told already.
@@ -377,6 +379,9 @@ class Informer:
         self._store: dict[StoreKey, packing.Packed] = {}
         self._codec = packing.Codec()
         self._indexes: dict[str, dict[Hashable, Bucket]] = {name: {} for name in self._indexers}
+        # The indexes add_indexers is building (the last of _indexers): each object stored meanwhile enters them, but
+        # they are not read before the objects stored when the build began entered them too.
+        self._building: frozenset[str] = frozenset()
         # Keys whose stored object came from observe() and is not yet confirmed by the watch, with the object the
         # watch delivered last (None when the watch never delivered one).
         self._shadowed: dict[StoreKey, packing.Packed | None] = {}
@@ -488,24 +493,26 @@ class Informer:
         """Private copies of the stored objects whose ``index`` function returned ``value``, but for those whose
         ``(namespace, name)`` is in ``skip`` (never decoded: the caller holds them already)."""
         with self._lock:
-            packed = [self._store[key] for key in self._indexes[index].get(value, ()) if key not in skip]
+            packed = [self._store[key] for key in self._table_locked(index).get(value, ()) if key not in skip]
         return [p.unpack() for p in packed]
 
     def has_index(self, index: str) -> bool:
-        return index in self._indexers
+        """Whether ``index`` is kept and can be read: False for one :meth:`add_indexers` is still building."""
+        with self._lock:
+            return index in self._indexers and index not in self._building
 
     def index_position(self, index: str) -> int:
         """Where ``index`` stands among the store's indexes: the position of its values and payloads in each stored
         entry (:attr:`~okt.runtime.packing.Packed.index`), which never changes once the index is kept."""
         with self._lock:
-            return list(self._indexers).index(index)
+            return [name for name in self._indexers if name not in self._building].index(index)
 
     def index_held(self, index: str, value: Hashable) -> tuple[packing.Packed, ...]:
         """The stored entries whose ``index`` holds ``value``, as they stand, none decoded: under the lock, one lookup
         per entry under that value, whatever the size of the rest of the index."""
         with self._lock:
             store = self._store
-            return tuple([store[key] for key in self._indexes[index].get(value, ())])
+            return tuple([store[key] for key in self._table_locked(index).get(value, ())])
 
     def index_snapshot(self, index: str) -> IndexSnapshot:
         """The whole of ``index`` as it stands: each value it holds, with the stored entries under it, none decoded.
@@ -518,7 +525,7 @@ class Informer:
         caller decodes the objects and copies the payloads (:meth:`~okt.runtime.packing.Packed.payloads_of`) it reads
         without the lock."""
         with self._lock:
-            table = dict(self._indexes[index])
+            table = dict(self._table_locked(index))
             store = dict(self._store)
             for value, bucket in table.items():
                 if bucket.__class__ is set:
@@ -526,29 +533,69 @@ class Informer:
         return IndexSnapshot(table, store)
 
     def add_indexers(self, indexers: Mapping[str, packing.Indexer]) -> None:
-        """Keep more indexes, built at once over what is stored (an index of that name already kept is left as is)."""
-        with self._lock:
-            added = {name: fn for name, fn in indexers.items() if name not in self._indexers}
-            if not added:
-                return
-            if packing.keeps_payloads(added.values()):
-                self._packing = packing.WithPayloads
-            # A new mapping, never this one changed, and after the packing it needs: an entry packed ahead of the
-            # lock (see _packed_ahead) with the indexers read before is told from one packed with these.
-            self._indexers = {**self._indexers, **added}
-            for name in added:
-                self._indexes[name] = {}
-            for key, stored in self._store.items():
-                packed = stored
-                if self._packing is packing.WithPayloads and not isinstance(stored, packing.WithPayloads):
-                    packed = self._store[key] = packing.WithPayloads.of(stored)
-                before = len(packed.index)
-                packed.add_index(packed.unpack(), added.values())  # in the order of ``_indexers``, the added last
-                extra = packed.index[before:]
-                for name, values in zip(added, extra, strict=True):
-                    index = self._indexes[name]
-                    for value in values:
-                        index[value] = _bucket_with(index.get(value, ()), key)
+        """Keep more indexes, built over what is stored (an index of that name already kept is left as is); returns
+        once they hold every stored object.
+
+        The operator's index functions, which may take their time or never return, run over the objects stored when
+        the call began without the informer's lock, which every read of the kind takes: reads of the store and of the
+        other indexes, events, okt's own answers stored, go on meanwhile. The new indexes are kept from that moment:
+        an object stored since (by an event, a list, okt's own answer) is indexed by them as it is stored, before the
+        lock as by the others, and what was computed for one replaced or deleted since is dropped, so each object
+        enters them as its latest stored version, and each version once. Until the call returns they are not read:
+        :meth:`has_index` is False, and :meth:`by_index`, :meth:`index_held`, :meth:`index_snapshot` and
+        :meth:`index_position` refuse them as an index not kept. Additions are made one at a time: a call waits for
+        the one under way. An index function that raises ends the call with its error, and none of ``indexers`` is
+        kept."""
+        with self._adding:
+            with self._lock:
+                added = {name: fn for name, fn in indexers.items() if name not in self._indexers}
+                if not added:
+                    return
+                kept, packing_before = len(self._indexers), self._packing
+                snapshot = list(self._store.items())
+                if packing.keeps_payloads(added.values()):
+                    self._packing = packing.WithPayloads
+                self._building = frozenset(added)
+                for name in added:
+                    self._indexes[name] = {}
+                # A new mapping, never this one changed, and after the packing it needs: an entry packed ahead of the
+                # lock (see _packed_ahead) with the indexers read before is told from one packed with these.
+                self._indexers = {**self._indexers, **added}
+            try:
+                built = [(key, stored, packing.Indexed.of(stored.unpack(), added.values())) for key, stored in snapshot]
+            except BaseException:
+                with self._lock:
+                    self._give_up_indexes_locked(added, kept, packing_before)
+                raise
+            del snapshot
+            with self._lock:
+                for key, stored, indexed in built:
+                    if self._store.get(key) is not stored:
+                        continue  # replaced since (and indexed by all as it was stored), or deleted
+                    packed = stored
+                    if self._packing is packing.WithPayloads and not isinstance(stored, packing.WithPayloads):
+                        packed = self._store[key] = packing.WithPayloads.of(stored)
+                    packed.add_index(indexed)  # in the order of ``_indexers``, the added last
+                    for name, values in zip(added, indexed.values, strict=True):
+                        index = self._indexes[name]
+                        for value in values:
+                            index[value] = _bucket_with(index.get(value, ()), key)
+                self._building = frozenset()
+
+    def _give_up_indexes_locked(
+        self, added: Mapping[str, packing.Indexer], kept: int, packing_before: type[packing.Packed]
+    ) -> None:
+        """Undo the start of an :meth:`add_indexers` whose build failed: the indexers as before, and each entry stored
+        meanwhile with the values of the first ``kept`` indexes only."""
+        # A new mapping again: an entry packed ahead with the one given up is packed again under the lock.
+        self._indexers = {name: fn for name, fn in self._indexers.items() if name not in added}
+        self._packing = packing_before
+        for name in added:
+            del self._indexes[name]
+        for packed in self._store.values():
+            if len(packed.index) > kept:
+                packed.keep_index(kept)
+        self._building = frozenset()
 
     def __len__(self) -> int:
         with self._lock:
@@ -1318,12 +1365,19 @@ class Informer:
                 index[value] = _bucket_with(index.get(value, ()), key)
         return packed
 
+    def _table_locked(self, index: str) -> dict[Hashable, Bucket]:
+        """The table of ``index``, to read it: a ``KeyError`` for one not kept, or still being built."""
+        if index in self._building:
+            raise KeyError(index)
+        return self._indexes[index]
+
     def _remove_locked(self, key: StoreKey, current: packing.Packed) -> None:
         self._unindex_locked(key, current)
         del self._store[key]
 
     def _unindex_locked(self, key: StoreKey, packed: packing.Packed) -> None:
-        for name, values in zip(self._indexers, packed.index, strict=True):
+        # An entry stored before an index add_indexers is building holds none of its values (the added come last).
+        for name, values in zip(self._indexers, packed.index, strict=False):
             index = self._indexes[name]
             for value in values:
                 bucket = _bucket_without(index.get(value, ()), key)

@@ -16,6 +16,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import marshal
 import threading
@@ -116,9 +117,13 @@ class Packed:
         self.uid = uid(obj)
         self.index: tuple[tuple[Hashable, ...], ...] = tuple(tuple(indexer(obj)) for indexer in indexers.values())
 
-    def add_index(self, obj: Mapping[str, Any], indexers: Iterable[Indexer]) -> None:
-        """Keep the values of ``indexers`` too, after those kept already."""
-        self.index = (*self.index, *(tuple(indexer(obj)) for indexer in indexers))
+    def add_index(self, indexed: Indexed) -> None:
+        """Keep the values of more indexes too, after those kept already."""
+        self.index = (*self.index, *indexed.values)
+
+    def keep_index(self, count: int) -> None:
+        """Keep the values of the first ``count`` indexes only (the indexes added after them were given up)."""
+        self.index = self.index[:count]
 
     def payloads_of(self, position: int, value: Hashable) -> tuple[Any, ...] | None:
         """The payloads the indexer at ``position`` gave ``value``, None when it gave values alone."""
@@ -145,7 +150,7 @@ class WithPayloads(Packed):
         self.uid = uid(obj)
         self.index = ()
         self.payloads = None
-        self.add_index(obj, indexers.values())
+        self.add_index(Indexed.of(obj, indexers.values()))
 
     @classmethod
     def of(cls, packed: Packed) -> WithPayloads:
@@ -155,14 +160,38 @@ class WithPayloads(Packed):
         made.index, made.payloads = packed.index, packed.payloads
         return made
 
-    def add_index(self, obj: Mapping[str, Any], indexers: Iterable[Indexer]) -> None:
-        """Keep the values (and payloads) of ``indexers`` too, after those kept already."""
-        results = [indexer(obj) for indexer in indexers]
+    def add_index(self, indexed: Indexed) -> None:
+        """Keep the values (and payloads) of more indexes too, after those kept already."""
         before = len(self.index)
-        self.index = (*self.index, *(tuple(result) for result in results))
-        added = tuple(tuple(result.values()) if isinstance(result, Mapping) else None for result in results)
-        if self.payloads is not None or any(p is not None for p in added):
-            self.payloads = (*(self.payloads or (None,) * before), *added)
+        self.index = (*self.index, *indexed.values)
+        if self.payloads is not None or any(p is not None for p in indexed.payloads):
+            self.payloads = (*(self.payloads or (None,) * before), *indexed.payloads)
+
+    def keep_index(self, count: int) -> None:
+        """Keep the values and payloads of the first ``count`` indexes only."""
+        self.index = self.index[:count]
+        if self.payloads is not None:
+            self.payloads = self.payloads[:count]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Indexed:
+    """What some indexers give one object, apart from its stored entry: an index added to an informer already
+    running is computed over the stored objects without the informer's lock, and kept with each entry
+    (:meth:`Packed.add_index`) under it."""
+
+    values: tuple[tuple[Hashable, ...], ...]
+    """Per indexer, the values it gave."""
+    payloads: tuple[tuple[Any, ...] | None, ...]
+    """Per indexer, the payloads of its values, one each, or None where it gave values alone."""
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any], indexers: Iterable[Indexer]) -> Indexed:
+        results = [indexer(obj) for indexer in indexers]
+        return cls(
+            tuple(tuple(result) for result in results),
+            tuple(tuple(result.values()) if isinstance(result, Mapping) else None for result in results),
+        )
 
 
 def keeps_payloads(indexers: Iterable[Indexer]) -> bool:

@@ -876,6 +876,156 @@ def test_an_index_added_while_an_event_is_indexed_ahead_of_the_lock_holds_that_o
     assert [o["metadata"]["name"] for o in informer.by_index("slow", "all")] == ["slow"]
 
 
+def _hangs_on(name: str, entered: threading.Event, release: threading.Event) -> Callable[[dict[str, Any]], list[str]]:
+    """An index function giving each object's team, that hangs on its first call for ``name`` until ``release``."""
+
+    def team(o: dict[str, Any]) -> list[str]:
+        if o["metadata"]["name"] == name and not entered.is_set():
+            entered.set()
+            release.wait(10)
+        return [o["metadata"]["labels"]["team"]]
+
+    return team
+
+
+def test_an_index_being_added_holds_no_read_of_the_store_nor_of_the_other_indexes_while_its_function_hangs(
+    api: Any, start: Any, obj: Obj
+) -> None:
+    """The operator's index function runs over the stored objects without the informer's lock: every read of the kind
+    goes on, and so do its events, while the index is built; the index itself is read only once complete."""
+    entered, release = threading.Event(), threading.Event()
+    api.put(CM, obj(CM, "a", labels={"team": "x"}))
+    api.put(CM, obj(CM, "b", labels={"team": "x"}))
+    informer = start(indexers={"names": lambda o: [o["metadata"]["name"]]})
+    adding = threading.Thread(target=informer.add_indexers, args=({"teams": _hangs_on("a", entered, release)},))
+    adding.start()
+    assert entered.wait(5)
+    read: list[object] = []
+    mine = api.put(CM, {**obj(CM, "b", labels={"team": "y"}), "data": {"x": "1"}})
+    reader = threading.Thread(
+        target=lambda: read.extend(
+            [
+                (informer.get("ns", "a") or {})["metadata"]["name"],
+                [o["metadata"]["name"] for o in informer.by_index("names", "b")],
+                sorted(o["metadata"]["name"] for o in informer.items()),
+                informer.has_index("teams"),
+                informer.observe(mine),
+            ]
+        )
+    )
+    try:
+        reader.start()
+        reader.join(2)
+        assert not reader.is_alive(), "the read waited for the index being added"
+        assert read == ["a", ["b"], ["a", "b"], False, True]
+        with pytest.raises(KeyError):
+            informer.by_index("teams", "x")
+        api.emit(CM, "ADDED", api.put(CM, obj(CM, "c", labels={"team": "x"})))
+        wait_for(lambda: informer.get("ns", "c") is not None, timeout=2, message="the event waited for the index")
+        assert adding.is_alive()
+    finally:
+        release.set()
+        adding.join(5)
+    assert not adding.is_alive()
+    assert informer.has_index("teams")
+    assert sorted(o["metadata"]["name"] for o in informer.by_index("teams", "x")) == ["a", "c"]
+    assert [o["metadata"]["name"] for o in informer.by_index("teams", "y")] == ["b"]
+
+
+@pytest.mark.parametrize("meanwhile", ["changed", "deleted", "added", "deleted and added again"])
+def test_an_index_added_holds_each_object_as_last_stored_when_events_change_the_store_while_it_is_built(
+    api: Any, recorder: Any, start: Any, obj: Obj, meanwhile: str
+) -> None:
+    """What is computed for an object replaced or deleted while the index is built is dropped: the event stored its
+    latest version indexed by every index, the new one included; no version of an object is indexed twice."""
+    entered, release = threading.Event(), threading.Event()
+    calls: list[tuple[str, str]] = []
+    hangs = _hangs_on("b", entered, release)
+
+    def team(o: dict[str, Any]) -> list[str]:
+        calls.append((o["metadata"]["name"], o["metadata"]["resourceVersion"]))
+        return hangs(o)
+
+    api.put(CM, obj(CM, "a", labels={"team": "x"}))
+    api.put(CM, obj(CM, "b", labels={"team": "x"}))
+    informer = start()
+    adding = threading.Thread(target=informer.add_indexers, args=({"teams": team},))
+    adding.start()
+    try:
+        assert entered.wait(5)
+        assert ("a", informer.get("ns", "a")["metadata"]["resourceVersion"]) in calls  # type: ignore[index]
+        if meanwhile == "changed":
+            api.emit(CM, "MODIFIED", api.put(CM, obj(CM, "a", labels={"team": "y"})))
+        if meanwhile.startswith("deleted"):
+            api.emit(CM, "DELETED", api.remove(CM, "ns", "a"))
+        if meanwhile.endswith("added") or meanwhile.endswith("again"):
+            name = "a" if meanwhile.endswith("again") else "c"
+            api.emit(CM, "ADDED", api.put(CM, obj(CM, name, labels={"team": "z"})))
+        told = {"changed": 1, "deleted": 1, "added": 1, "deleted and added again": 2}[meanwhile]
+        wait_for(lambda: len(recorder.snapshot()) == 2 + told, timeout=2, message="the events waited for the index")
+        assert not informer.has_index("teams")
+    finally:
+        release.set()
+        adding.join(5)
+    assert not adding.is_alive()
+    expected = {
+        "changed": {"x": ["b"], "y": ["a"], "z": []},
+        "deleted": {"x": ["b"], "y": [], "z": []},
+        "added": {"x": ["a", "b"], "y": [], "z": ["c"]},
+        "deleted and added again": {"x": ["b"], "y": [], "z": ["a"]},
+    }[meanwhile]
+    assert {
+        team: sorted(o["metadata"]["name"] for o in informer.by_index("teams", team)) for team in expected
+    } == expected
+    assert len(calls) == len(set(calls)), calls  # each version indexed once
+
+
+def test_an_index_whose_function_raises_while_it_is_added_is_not_kept_and_can_be_added_again(
+    api: Any, start: Any, obj: Obj
+) -> None:
+    """The error is the caller's; the objects stored while the index was built leave it with the rest, and the store
+    and its other indexes follow the events as before."""
+    entered, release = threading.Event(), threading.Event()
+
+    def breaks(o: dict[str, Any]) -> list[str]:
+        if o["metadata"]["name"] == "b":
+            entered.set()
+            release.wait(10)
+            raise ValueError("cannot index b")
+        return [o["metadata"]["labels"]["team"]]
+
+    api.put(CM, obj(CM, "a", labels={"team": "x"}))
+    api.put(CM, obj(CM, "b", labels={"team": "x"}))
+    informer = start(indexers={"names": lambda o: [o["metadata"]["name"]]})
+    raised: list[BaseException] = []
+
+    def add() -> None:
+        try:
+            informer.add_indexers({"teams": breaks})
+        except ValueError as exc:
+            raised.append(exc)
+
+    adding = threading.Thread(target=add)
+    adding.start()
+    try:
+        assert entered.wait(5)
+        api.emit(CM, "ADDED", api.put(CM, obj(CM, "c", labels={"team": "x"})))  # stored with the index being built
+        wait_for(lambda: informer.get("ns", "c") is not None, timeout=2)
+    finally:
+        release.set()
+        adding.join(5)
+    assert [str(exc) for exc in raised] == ["cannot index b"]
+    assert not informer.has_index("teams")
+    api.emit(CM, "MODIFIED", api.put(CM, obj(CM, "c", labels={"team": "y"})))
+    api.emit(CM, "DELETED", api.remove(CM, "ns", "a"))
+    wait_for(lambda: informer.get("ns", "a") is None, timeout=5)
+    assert [o["metadata"]["name"] for o in informer.by_index("names", "c")] == ["c"]
+    assert informer.by_index("names", "a") == []
+    informer.add_indexers({"teams": lambda o: [o["metadata"]["labels"]["team"]]})
+    assert [o["metadata"]["name"] for o in informer.by_index("teams", "x")] == ["b"]
+    assert [o["metadata"]["name"] for o in informer.by_index("teams", "y")] == ["c"]
+
+
 def test_a_deleted_event_removes_the_object_and_its_index_entries(
     api: Any, recorder: Any, start: Any, obj: Obj
 ) -> None:

@@ -132,8 +132,10 @@ class Cache:
         of a write ``writer`` made and wrote through with :meth:`observe`: it knows that one).
 
         ``indexers`` adds secondary indexes over the kind's store (:meth:`by_index`), also to a kind already watched:
-        over the objects stored then, on the caller's thread, without the cache's lock (an index function that hangs
-        holds this start and the kind's store, never ``/readyz`` or the start of another kind).
+        over the objects stored then, on the caller's thread, without the cache's lock nor the informer's (an index
+        function that hangs holds this start, and another start adding indexes to the kind, never ``/readyz``, the
+        start of another kind, the kind's reads or its events: see
+        :meth:`okt.runtime.informer.Informer.add_indexers`).
 
         ``status_owners`` keeps who owns which status field of each object (what applying the status needs), as
         does :meth:`keep_status_owners` before; ``field_owners`` keeps the managedFields entries a take-over of a
@@ -217,8 +219,8 @@ class Cache:
                 new = list(informers.values())
         # The indexes added to a kind already watched are built over its stored objects by the operator's own index
         # functions, which may take their time or never return: never under the cache's lock, which /readyz takes,
-        # and every other start (the informer's own lock is held while its stored entries are indexed in place; an
-        # event's object is indexed before its thread takes it). Before the replay, so the handler joining finds them.
+        # and every other start (nor under the informer's: its reads and events go on, see Informer.add_indexers).
+        # Before the replay, so the handler joining finds them complete.
         for informer in replay:
             informer.add_indexers(indexers or {})
         if replay:

@@ -217,6 +217,80 @@ def test_an_index_function_added_to_a_kind_already_watched_holds_no_lock_of_the_
         cache.stop()
 
 
+def test_an_index_added_to_a_kind_already_watched_holds_no_read_of_the_kind_and_holds_its_changes_once_added(
+    kube: kube_client.Client, namespace: str
+) -> None:
+    """The index function of a controller joining a kind already watched runs over the stored objects without the
+    informer's lock: the kind's reads (an object, a list, another index) are answered and its events stored while it
+    hangs, and once the start returns, the new index holds each ConfigMap as it stands, the changes made meanwhile
+    included."""
+    entered, release = threading.Event(), threading.Event()
+
+    def team_after_a_while(cm: Mapping[str, Any]) -> tuple[str, ...]:
+        if cm["metadata"]["name"] == "a" and not entered.is_set():
+            entered.set()
+            release.wait(30)
+        team = team_of(cm)
+        return (team,) if team else ()
+
+    def names(cm: Mapping[str, Any]) -> tuple[str, ...]:
+        return (cm["metadata"]["name"],)
+
+    def named(found: list[dict[str, Any]] | None) -> list[str] | None:
+        return None if found is None else sorted(o["metadata"]["name"] for o in found)
+
+    kube.create(config_map(namespace, "a", {"team": "x"}), kinds.CONFIG_MAP)
+    kube.create(config_map(namespace, "b", {"team": "x"}), kinds.CONFIG_MAP)
+    cache = cache_mod.Cache(kube, [namespace])
+    joining = reading = threading.Thread(target=lambda: None)
+    try:
+        cache.start(kinds.CONFIG_MAP, lambda *_: None, indexers={"names": names})
+        assert cache.wait_for_sync(30)
+        joining = threading.Thread(
+            target=cache.start,
+            args=(kinds.CONFIG_MAP, lambda *_: None),
+            kwargs={"indexers": {"teams": team_after_a_while}},
+        )
+        joining.start()
+        assert entered.wait(10)
+        answered: list[object] = []
+        reading = threading.Thread(
+            target=lambda: answered.extend(
+                [
+                    ((cache.get(kinds.CONFIG_MAP, "b", namespace) or {}).get("metadata") or {}).get("labels"),
+                    named(cache.list(kinds.CONFIG_MAP, namespace)),
+                    named(cache.by_index(kinds.CONFIG_MAP, "names", "b")),
+                    named(cache.by_index(kinds.CONFIG_MAP, "teams", "x")),  # not kept until complete
+                ]
+            ),
+            daemon=True,
+        )
+        reading.start()
+        reading.join(3)
+        assert answered == [{"team": "x"}, ["a", "b"], ["b"], None]
+        kube.patch(kinds.CONFIG_MAP, "b", {"metadata": {"labels": {"team": "y"}}}, namespace)
+        kube.create(config_map(namespace, "c", {"team": "x"}), kinds.CONFIG_MAP)
+        wait_for(
+            lambda: (
+                named(cache.by_index(kinds.CONFIG_MAP, "names", "c")) == ["c"]
+                and ((cache.get(kinds.CONFIG_MAP, "b", namespace) or {})["metadata"].get("labels")) == {"team": "y"}
+            ),
+            timeout=10,
+            message="the watch's events stored while the index is built",
+        )
+        assert joining.is_alive()
+    finally:
+        release.set()
+        joining.join(10)
+        reading.join(10)
+    try:
+        assert not joining.is_alive()
+        assert named(cache.by_index(kinds.CONFIG_MAP, "teams", "x")) == ["a", "c"]
+        assert named(cache.by_index(kinds.CONFIG_MAP, "teams", "y")) == ["b"]
+    finally:
+        cache.stop()
+
+
 class IndexingGadgets(shared.GadgetReconciler):
     """Gadgets indexed by size, one of whose index function hangs on the Gadget named ``stuck``; each Gadget's timer
     reads the index and counts its reconciles."""

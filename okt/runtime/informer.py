@@ -49,7 +49,9 @@ Guarantees:
   (once), and the reconcile that wrote it is not repeated for nothing; someone else's change that the watch tells
   only after such an answer (it happened between okt's read and its write) is announced all the same;
 * optional secondary **indexes** (``indexers``: name -> function returning index values) are kept in step with the
-  store, so "the children of this owner" is a dict lookup;
+  store, so "the children of this owner" is a dict lookup; one added to a running informer
+  (:meth:`Informer.add_indexers`) is built over the objects stored then without the lock, which the kind's reads and
+  events take, and is read only once it holds every stored object as last stored;
 * **only what it held is told gone**: a watch's ``DELETED`` of an object the store does not hold (the ``keep`` filter
   kept it out, or its leave was told already) is not announced — its handlers never held it, and would tell its
   timers, daemons and queue key of an object unknown to them;
@@ -379,9 +381,10 @@ class Informer:
         self._store: dict[StoreKey, packing.Packed] = {}
         self._codec = packing.Codec()
         self._indexes: dict[str, dict[Hashable, Bucket]] = {name: {} for name in self._indexers}
-        # The indexes add_indexers is building (the last of _indexers): each object stored meanwhile enters them, but
-        # they are not read before the objects stored when the build began entered them too.
-        self._building: frozenset[str] = frozenset()
+        # The indexes that can be read: every one of _indexers but those add_indexers is building (the last ones),
+        # which each object stored meanwhile enters, and are read only once the objects stored before entered them
+        # too. Replaced whole, never changed, so that has_index reads it without the lock.
+        self._readable = frozenset(self._indexers)
         # Keys whose stored object came from observe() and is not yet confirmed by the watch, with the object the
         # watch delivered last (None when the watch never delivered one).
         self._shadowed: dict[StoreKey, packing.Packed | None] = {}
@@ -498,14 +501,13 @@ class Informer:
 
     def has_index(self, index: str) -> bool:
         """Whether ``index`` is kept and can be read: False for one :meth:`add_indexers` is still building."""
-        with self._lock:
-            return index in self._indexers and index not in self._building
+        return index in self._readable
 
     def index_position(self, index: str) -> int:
         """Where ``index`` stands among the store's indexes: the position of its values and payloads in each stored
         entry (:attr:`~okt.runtime.packing.Packed.index`), which never changes once the index is kept."""
         with self._lock:
-            return [name for name in self._indexers if name not in self._building].index(index)
+            return [name for name in self._indexers if name in self._readable].index(index)
 
     def index_held(self, index: str, value: Hashable) -> tuple[packing.Packed, ...]:
         """The stored entries whose ``index`` holds ``value``, as they stand, none decoded: under the lock, one lookup
@@ -555,7 +557,6 @@ class Informer:
                 snapshot = list(self._store.items())
                 if packing.keeps_payloads(added.values()):
                     self._packing = packing.WithPayloads
-                self._building = frozenset(added)
                 for name in added:
                     self._indexes[name] = {}
                 # A new mapping, never this one changed, and after the packing it needs: an entry packed ahead of the
@@ -580,7 +581,7 @@ class Informer:
                         index = self._indexes[name]
                         for value in values:
                             index[value] = _bucket_with(index.get(value, ()), key)
-                self._building = frozenset()
+                self._readable = frozenset(self._indexers)
 
     def _give_up_indexes_locked(
         self, added: Mapping[str, packing.Indexer], kept: int, packing_before: type[packing.Packed]
@@ -595,7 +596,6 @@ class Informer:
         for packed in self._store.values():
             if len(packed.index) > kept:
                 packed.keep_index(kept)
-        self._building = frozenset()
 
     def __len__(self) -> int:
         with self._lock:
@@ -1367,7 +1367,7 @@ class Informer:
 
     def _table_locked(self, index: str) -> dict[Hashable, Bucket]:
         """The table of ``index``, to read it: a ``KeyError`` for one not kept, or still being built."""
-        if index in self._building:
+        if index not in self._readable:
             raise KeyError(index)
         return self._indexes[index]
 

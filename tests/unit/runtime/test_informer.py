@@ -921,7 +921,9 @@ def test_an_index_being_added_holds_no_read_of_the_store_nor_of_the_other_indexe
         with pytest.raises(KeyError):
             informer.by_index("teams", "x")
         api.emit(CM, "ADDED", api.put(CM, obj(CM, "c", labels={"team": "x"})))
-        wait_for(lambda: informer.get("ns", "c") is not None, timeout=2, message="the event waited for the index")
+        wait_for(
+            lambda: informer.get("ns", "c") is not None, timeout=2, message="the event stored while the index is built"
+        )
         assert adding.is_alive()
     finally:
         release.set()
@@ -962,7 +964,11 @@ def test_an_index_added_holds_each_object_as_last_stored_when_events_change_the_
             name = "a" if meanwhile.endswith("again") else "c"
             api.emit(CM, "ADDED", api.put(CM, obj(CM, name, labels={"team": "z"})))
         told = {"changed": 1, "deleted": 1, "added": 1, "deleted and added again": 2}[meanwhile]
-        wait_for(lambda: len(recorder.snapshot()) == 2 + told, timeout=2, message="the events waited for the index")
+        wait_for(
+            lambda: len(recorder.snapshot()) == 2 + told,
+            timeout=2,
+            message="the events stored while the index is built",
+        )
         assert not informer.has_index("teams")
     finally:
         release.set()

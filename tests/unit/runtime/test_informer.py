@@ -922,7 +922,7 @@ def test_an_index_being_added_holds_no_read_of_the_store_nor_of_the_other_indexe
             informer.by_index("teams", "x")
         api.emit(CM, "ADDED", api.put(CM, obj(CM, "c", labels={"team": "x"})))
         wait_for(
-            lambda: informer.get("ns", "c") is not None, timeout=2, message="the event stored while the index is built"
+            lambda: informer.get("ns", "c") is not None, timeout=5, message="the event stored while the index is built"
         )
         assert adding.is_alive()
     finally:
@@ -966,7 +966,7 @@ def test_an_index_added_holds_each_object_as_last_stored_when_events_change_the_
         told = {"changed": 1, "deleted": 1, "added": 1, "deleted and added again": 2}[meanwhile]
         wait_for(
             lambda: len(recorder.snapshot()) == 2 + told,
-            timeout=2,
+            timeout=5,
             message="the events stored while the index is built",
         )
         assert not informer.has_index("teams")
@@ -1016,7 +1016,7 @@ def test_an_index_whose_function_raises_while_it_is_added_is_not_kept_and_can_be
     try:
         assert entered.wait(5)
         api.emit(CM, "ADDED", api.put(CM, obj(CM, "c", labels={"team": "x"})))  # stored with the index being built
-        wait_for(lambda: informer.get("ns", "c") is not None, timeout=2)
+        wait_for(lambda: informer.get("ns", "c") is not None, timeout=5)
     finally:
         release.set()
         adding.join(5)

@@ -46,6 +46,20 @@ def lease_name(name: str, watch_namespaces: Sequence[str], selector: str | None,
     return name if watch_namespaces or selector else runtime_manager.default_lease_name(controllers)
 
 
+def require_dns_label(option: str, value: str) -> None:
+    """Refuse ``value`` as an operator's ``option`` (``--name``, ``namespace``, ...) unless it is a DNS label, the name
+    the API server takes for a namespace and for each object named after the operator.
+
+    Raises:
+        CodegenError: naming ``option`` and ``value``, and saying what a DNS label is.
+    """
+    if not crd.DNS_LABEL.fullmatch(value):
+        raise errors.CodegenError(
+            f"invalid {option} {value!r}: expected a DNS label (lowercase letters, digits and '-', starting and ending "
+            "with a letter or digit, at most 63 characters) such as my-operator"
+        )
+
+
 def manager_manifests(
     *,
     name: str,
@@ -92,8 +106,7 @@ def manager_manifests(
             a Service name: starting with a letter, at most 54 characters), an empty image or a replica count below 1.
     """
     for option, value in (("name", name), ("namespace", namespace), ("service account", service_account)):
-        if not crd.DNS_LABEL.fullmatch(value):
-            raise errors.CodegenError(f"invalid {option} {value!r}: expected a DNS label such as my-operator")
+        require_dns_label(option, value)
     if not image.strip() or any(character.isspace() for character in image) or not lowercase_repository(image):
         raise errors.CodegenError(
             f"invalid image {image!r}: expected a reference such as my-operator:0.1.0 (a lowercase repository)"

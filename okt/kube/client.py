@@ -49,7 +49,7 @@ import urllib3
 import yaml
 
 from okt import errors, secret_values
-from okt.kube import discovery, fence, jsonstream, kinds, kubeconfig, tokens, transport
+from okt.kube import discovery, fence, jsonstream, kinds, kubeconfig, proxies, tokens, transport
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "apply", "delete"})
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -501,6 +501,7 @@ class Client:
         # The cluster's proxy-url, in place of the environment's, as kubectl has it; requests re-reads the proxy
         # environment on every request (about half a millisecond each): it is read once.
         self._proxies = {"http": proxy, "https": proxy} if proxy else requests.utils.get_environ_proxies(self._base)
+        self._proxy = proxies.chosen(self._base, self._proxies, from_kubeconfig=bool(proxy))
         self._verify = self._session.verify
         insecure = config.cluster.get("insecure-skip-tls-verify") and "certificate-authority" not in config.cluster
         if insecure and not os.environ.get("PYKUBE_SSL_CERTIFICATE_AUTHORITY") and self._base.startswith("https:"):
@@ -918,7 +919,9 @@ class Client:
             )
         except requests.RequestException as exc:
             self.stats.answered(0, method)
-            raise errors.ApiError.from_status(0, "Unavailable", str(exc), method=method, url=path) from exc
+            # A proxy that cannot be reached is named, with the setting that chose it: urllib3's words blamed no one.
+            said = (proxies.unreached(self._proxy, exc) if self._proxy is not None else None) or str(exc)
+            raise errors.ApiError.from_status(0, "Unavailable", said, method=method, url=path) from exc
 
     @property
     def timeout(self) -> float:

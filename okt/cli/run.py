@@ -11,6 +11,7 @@ import pathlib
 import re
 import shlex
 import ssl
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,8 @@ STARTUP_PATIENCE = 15.0
 """Seconds of 5xx/429 answers to the first request before ``okt run`` gives up (a control plane being restarted)."""
 UNREACHABLE_ATTEMPTS = 3
 """Tries of the first request when no answer comes at all (refused or reset): a wrong address fails in seconds."""
+STARTUP_RETRIED = "the API server answered the first request after failing it"
+"""The event of the warning ``okt run`` logs when the API server answered its first request only when asked again."""
 WEBHOOK_PORT_HELD = (
     "another process holds it, another operator's webhook server perhaps: --webhook-port 0 serves them on a free "
     "port, --no-webhooks serves none"
@@ -70,13 +73,16 @@ def _server_version(client: kube_client.Client) -> str:
     """The API server's version, asked again with backoff while the failure is transient.
 
     One 503 or one reset connection at start-up must not stop an operator that would run fine a second later; a
-    server that keeps failing, or that nobody answers for, is still reported as one line.
+    server that keeps failing, or that nobody answers for, is still reported as one line, which says how often it was
+    tried. The failures are logged only once the server answers (one warning line, how many and what they were):
+    logged as they came, a wrong address or proxy, failed in seconds, printed its own words twice above that line.
     """
     started = time.monotonic()
     failures = unreachable = 0
+    failed: list[str] = []
     while True:
         try:
-            return client.server_version()
+            version = client.server_version()
         except (errors.ServerError, errors.TooManyRequests, errors.Unavailable) as exc:
             if _failed_tls(exc):  # the same certificate fails the same way at every try
                 raise errors.ConfigurationError(
@@ -87,10 +93,9 @@ def _server_version(client: kube_client.Client) -> str:
             unreachable += isinstance(exc, errors.Unavailable)
             delay = STARTUP_BACKOFF.delay(failures)
             if unreachable >= UNREACHABLE_ATTEMPTS or time.monotonic() - started + delay > STARTUP_PATIENCE:
-                raise errors.ConfigurationError(f"cannot reach the Kubernetes API server: {exc}") from exc
-            structlog.get_logger("okt.run").warning(
-                "the API server failed the first request, retrying", error=str(exc), retry_in=round(delay, 2)
-            )
+                tried = f"tried {failures} times in {time.monotonic() - started:.1f} s"
+                raise errors.ConfigurationError(f"cannot reach the Kubernetes API server: {exc} ({tried})") from exc
+            failed.append(str(exc))
             time.sleep(delay)
         except errors.Unauthorized as exc:  # it answered: what failed is who okt says it is
             raise errors.ConfigurationError(
@@ -99,6 +104,15 @@ def _server_version(client: kube_client.Client) -> str:
             ) from exc
         except errors.ApiError as exc:
             raise errors.ConfigurationError(f"cannot reach the Kubernetes API server: {exc}") from exc
+        else:
+            if failed:
+                structlog.get_logger("okt.run").warning(
+                    STARTUP_RETRIED,
+                    failures=len(failed),
+                    errors=list(dict.fromkeys(failed)),  # each once, in the order they came
+                    seconds=round(time.monotonic() - started, 2),
+                )
+            return version
 
 
 def _discovery(connect: Callable[[], kube_client.Client]) -> Callable[[str], kinds.Kind]:
@@ -118,6 +132,28 @@ def _discovery(connect: Callable[[], kube_client.Client]) -> Callable[[str], kin
         return connect().resolve_name(name)
 
     return resolve
+
+
+def _refuse_unserved_kinds(client: kube_client.Client, reconcilers: Sequence[type[reconciler.Reconciler]]) -> None:
+    """Refuse, before the operator starts serving, a kind of ``reconcilers`` the API server does not serve (a CRD not
+    installed, or not of that version): the manager would refuse it too, but once its probes were served, and its
+    start and its stop were logged around the one line that says what to do.
+
+    A kind whose CRD the API server is still loading (it has just started) is left to the manager, which waits for it
+    up to a minute while ``/healthz`` answers; so is every kind of an operator with start-up hooks, which may install
+    the CRDs themselves.
+
+    Raises:
+        okt.errors.ApiError: as :meth:`okt.kube.client.Client.require_served` (a 404 naming the kind).
+    """
+    from okt.reconciler import core
+
+    loading = threading.Event()  # set by the first wait for a CRD being loaded, which ends the check at once
+    client.require_served(
+        (kind for cls in reconcilers for kind in core.every_kind(cls, client)),
+        waiting=lambda _line: loading.set(),
+        stopping=loading,
+    )
 
 
 def _with_remedy(exc: errors.OktError, reconcilers: Sequence[type[reconciler.Reconciler]], operator: str) -> str:
@@ -877,7 +913,6 @@ def run_command(
         probes = hooks.probes_of(loaded)
         client = connect()
         version = _server_version(client)
-        click.echo(f"okt: {', '.join(r.__name__ for r in reconcilers)} on Kubernetes {version}", err=True)
         _warn_missing_namespaces(client, namespaces)
         lease_namespace = lease_namespace or _default_lease_namespace(namespaces)
         # Named here, as the manager would name it: the permission check asks for this Lease, which a role of okt gen
@@ -894,6 +929,8 @@ def run_command(
             )
             _check_permissions(client, reconcilers, namespaces, leader_elect, lease_namespace, lease_name, extra)
             _warn_unreviewable_metrics(client, metrics_bind_address, metrics_secure)
+        if not startups:
+            _refuse_unserved_kinds(client, reconcilers)
         webhooks = None
         if serves_webhooks:
             webhooks = _webhook_options(
@@ -909,6 +946,8 @@ def run_command(
                 _conversion_crds(reconcilers),
                 _scope_fields(reconcilers, namespaces, selector, version),
             )
+        # Said once every check passed: above a mistake's one line, it was a line more to read past.
+        click.echo(f"okt: {', '.join(r.__name__ for r in reconcilers)} on Kubernetes {version}", err=True)
         mgr = manager.Manager(
             client,
             reconcilers,

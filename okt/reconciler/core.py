@@ -143,6 +143,19 @@ def watched_kinds(
     return [(watches.resolve(client, w.kind), w) for w in reconciler_cls.watches]
 
 
+def every_kind(reconciler_cls: type[reconciler_mod.Reconciler], client: kube_client.Client) -> list[kinds.Kind]:
+    """Every kind a controller of ``reconciler_cls`` watches, resolved: its primary kind, the kinds it owns (its
+    ``legacy_owns`` too) and those it watches, each once."""
+    reconciler_cls = resolved(reconciler_cls, client)
+    found = [
+        primary_kind(reconciler_cls, client),
+        *owned_kinds(reconciler_cls, client),
+        *legacy_kinds(reconciler_cls, client),
+        *(kind for kind, _ in watched_kinds(reconciler_cls, client)),
+    ]
+    return list({(kind.api_version, kind.kind): kind for kind in found}.values())
+
+
 def _next_id() -> int:
     with _ids_lock:
         return next(_ids)

@@ -296,7 +296,7 @@ class Manager:
                 hooks.check_callable(hook)
         self._on_startup, self._on_cleanup = tuple(on_startup), tuple(on_cleanup)
         self._probes = probes_mod.Probes(probes or {})
-        self._started_up = self._assembled = False
+        self._started_up = self._assembled = self._start_failed = False
         self.trimmer: memory.Trimmer | None = None
         self.metrics = metrics_mod.Metrics()
         self.metrics.watch_client(client)
@@ -485,6 +485,7 @@ class Manager:
         except BaseException:
             # Shut down before raising: the caller reports the failure at once (okt run prints one line), when
             # nothing of this start may still be running or logging.
+            self._start_failed = True
             self._start_ended.set()
             self.stop()
             self.join(self.grace_period)
@@ -868,9 +869,10 @@ class Manager:
                 if self._failed_cleanups:
                     # A copy: a clean-up hook left running may add its failure while the line is written.
                     said["failed_cleanups"] = list(self._failed_cleanups)
-                _log.info(
-                    "manager stopped", seconds=round(time.monotonic() - started, 3), lost_leadership=self._lost, **said
-                )
+                # After a start that failed, with nothing more to say, the caller's error is all there is to say:
+                # okt run's one line of a port in use had this one above it.
+                log = _log.debug if self._start_failed and not said else _log.info
+                log("manager stopped", seconds=round(time.monotonic() - started, 3), lost_leadership=self._lost, **said)
             finally:
                 self._stopped.set()
 

@@ -11,6 +11,7 @@ import random
 import time
 from collections.abc import Sequence
 
+from okt.cli import run
 from okt.runtime import leader
 from okt.testing import audit, faults, process, waiting
 from tests.reliability import checks, logs, outcome, profiles, testbed
@@ -166,7 +167,9 @@ def api_faults(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> o
         "faults_injected": sum(injected.values()),
         "faults_by_kind": injected,
         "requests_forwarded": forwarded,
-        "startup_retries": logs.count(operator.records(), "the API server failed the first request, retrying"),
+        "startup_retries": sum(
+            record.get("failures", 0) for record in operator.records() if record.get("event") == run.STARTUP_RETRIED
+        ),
         "spec_changes": resized,
         "deletions": len(deleted),
         "converge_seconds": round(took, 1),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -462,3 +463,47 @@ def test_a_webhook_option_for_a_chosen_reconciler_without_webhooks_names_it(tmp_
     assert code == 2
     assert out.startswith(f"Error: --webhook-port: Plain of {operator} declares no webhook (")
     assert out.count("\n") == 1
+
+
+def test_an_unreachable_api_server_is_one_line_saying_how_often_it_was_tried(tmp_path: pathlib.Path) -> None:
+    # Each try's failure was logged as a warning above the line, in its own words again: three lines for one mistake.
+    operator = tmp_path / "tried_operator.py"
+    operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(_UNREACHABLE_KUBECONFIG)
+    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig), "--log-format", "json")
+    assert code == 1
+    assert re.fullmatch(
+        r"Error: cannot reach the Kubernetes API server: GET /version -> no response \(Unavailable\): "
+        r"\[Errno 111\] Connection refused \(tried 3 times in \d+\.\d s\)\n",
+        out,
+    ), out
+
+
+@pytest.mark.parametrize(
+    ("variable", "proxy", "shown"),
+    [
+        ("HTTPS_PROXY", "http://user:secret@no-such-host.invalid:3128", "http://no-such-host.invalid:3128"),
+        ("https_proxy", "http://no-such-host.invalid", "http://no-such-host.invalid"),
+        ("ALL_PROXY", "http://no-such-host.invalid:8080", "http://no-such-host.invalid:8080"),
+    ],
+)
+def test_a_proxy_whose_host_cannot_be_resolved_is_one_line_naming_the_variable_and_the_host(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, variable: str, proxy: str, shown: str
+) -> None:
+    # "cannot reach the Kubernetes API server: ... Max retries exceeded ... (Caused by ProxyError('Unable to connect to
+    # proxy', NameResolutionError(...)))": the server blamed, the variable that chose the proxy named nowhere.
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, proxy)
+    operator = tmp_path / "proxied_operator.py"
+    operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(_UNREACHABLE_KUBECONFIG)
+    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig), "--log-format", "json")
+    assert code == 1
+    assert out.startswith(
+        "Error: cannot reach the Kubernetes API server: GET /version -> no response (Unavailable): cannot reach the "
+        f"proxy {shown} that ${variable} names: its host no-such-host.invalid cannot be resolved (tried 3 times in "
+    ), out
+    assert out.count("\n") == 1 and "secret" not in out

@@ -1,0 +1,84 @@
+"""``okt run`` asks the API server's version again while its failure may pass, and says the failures once it answers."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import pathlib
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+from click.testing import CliRunner
+
+from okt.cli import main as cli_main
+from okt.cli import run as run_mod
+
+OPERATOR = "import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n"
+VERSION = {"major": "1", "minor": "20", "gitVersion": "v1.20.2"}
+DISCOVERY = {
+    "kind": "APIResourceList",
+    "groupVersion": "x.io/v1",
+    "resources": [{"name": "xs", "namespaced": True, "kind": "X", "verbs": ["get", "list", "watch"]}],
+}
+
+
+class _StartingServer(http.server.BaseHTTPRequestHandler):
+    """An API server that answers its first two version requests 503 (being restarted), then answers."""
+
+    refused = 2
+
+    def do_GET(self) -> None:
+        status, answer = 404, {}
+        if self.path == "/version" and _StartingServer.refused:
+            _StartingServer.refused -= 1
+            status, answer = 503, {"kind": "Status", "status": "Failure", "message": "starting", "code": 503}
+        elif self.path == "/version":
+            status, answer = 200, VERSION
+        elif self.path == "/apis/x.io/v1":
+            status, answer = 200, DISCOVERY
+        body = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""
+
+
+@pytest.fixture
+def kubeconfig(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _StartingServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{server.server_address[1]}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n"
+    )
+    yield path
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_failures_of_the_first_request_are_one_warning_once_the_server_answers(
+    tmp_path: pathlib.Path, kubeconfig: pathlib.Path
+) -> None:
+    # Each failure was its own warning as it came: a wrong address printed them above its one Error line too.
+    operator = tmp_path / "retried_operator.py"
+    operator.write_text(OPERATOR)
+    with socket.create_server(("127.0.0.1", 0)) as taken:  # the start stops there, once past the first request
+        port = taken.getsockname()[1]
+        args = ["run", str(operator), "--kubeconfig", str(kubeconfig), "--skip-permission-check", "--log-format"]
+        result = CliRunner().invoke(cli_main.cli, [*args, "json", "--metrics-bind-address", f"127.0.0.1:{port}"])
+
+    records = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
+    [retried] = [r for r in records if r["event"] == run_mod.STARTUP_RETRIED]
+    assert retried["level"] == "warning"
+    assert retried["failures"] == 2
+    assert retried["errors"] == ["GET /version -> 503 Service Unavailable: starting"]
+    assert result.output.index(run_mod.STARTUP_RETRIED) < result.output.index("okt: R on Kubernetes v1.20.2")

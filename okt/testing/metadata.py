@@ -146,15 +146,17 @@ def check(kind: kinds.Kind, meta: Mapping[str, Any], *, name: bool = True) -> No
 
 def causes(kind: kinds.Kind, meta: Mapping[str, Any], *, name: bool = True) -> list[errors.StatusCause]:
     """What the API server refuses of ``meta`` on a write of an object of ``kind``, one cause each: its name (unless
-    ``name`` is False: an existing object's), its labels, its annotations, its finalizers (qualified names; a built-in
-    kind's need a ``/`` too, but for Kubernetes' own ``kubernetes``, ``orphan`` and ``foregroundDeletion``) and its
-    owner references (``apiVersion``, ``kind``, ``name`` and ``uid`` each set; one controller at most)."""
+    ``name`` is False: an existing object's), its labels, its annotations, its owner references (``apiVersion``,
+    ``kind``, ``name`` and ``uid`` each set; one controller at most) and its finalizers (qualified names; a built-in
+    kind's need a ``/`` too, but for Kubernetes' own ``kubernetes``, ``orphan`` and ``foregroundDeletion``), in the
+    server's order."""
     names: list[tuple[str, Any, str]] = []  # (field, value, why)
     if name:
         rule = _NAME_RULES.get((kind.api_version, kind.kind), _subdomain)
         value = str(meta.get("name", ""))
         names += [("metadata.name", value, why) for why in rule(value)]
-    found: list[tuple[str, Any, str]] = []
+    # The server's order (ValidateObjectMetaAccessor): the owner references before the finalizers.
+    found = _owner_references(meta.get("ownerReferences") or ())
     for index, finalizer in enumerate(meta.get("finalizers") or ()):
         found += [("metadata.finalizers", finalizer, why) for why in _qualified_name(str(finalizer))]
         if (
@@ -163,7 +165,6 @@ def causes(kind: kinds.Kind, meta: Mapping[str, Any], *, name: bool = True) -> l
             and kinds.builtin(kind.api_version, kind.kind)
         ):
             found.append((f"metadata.finalizers[{index}]", finalizer, _NOT_QUALIFIED))
-    found += _owner_references(meta.get("ownerReferences") or ())
     return [*_invalid(names), *labels_causes("metadata", meta), *_invalid(found)]
 
 

@@ -1734,3 +1734,22 @@ def test_a_create_of_a_quantity_that_is_none_is_the_400_naming_its_path() -> Non
         "found in #10 byte of the request (its text left out)"
     )
     assert fake.objects(fake.kind_of(pod)) == []
+
+
+def test_one_write_s_owner_reference_is_refused_before_its_finalizer_as_the_api_server_lists_them() -> None:
+    fake = FakeClient()
+    meta = {
+        "name": "c",
+        "namespace": "ns",
+        "finalizers": ["clean up"],
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": ""}],
+    }
+
+    with pytest.raises(errors.Invalid) as refused:
+        fake.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta})
+
+    assert [cause.field for cause in refused.value.causes] == [
+        "metadata.ownerReferences.uid",
+        "metadata.finalizers",
+        "metadata.finalizers[0]",
+    ]

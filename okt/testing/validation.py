@@ -531,11 +531,187 @@ def quantity_error(text: str) -> str | None:
     return "unable to parse quantity's suffix"
 
 
+_RFC3339 = "2006-01-02T15:04:05Z07:00"
+_DAYS_IN = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def time_error(text: str) -> str | None:
+    """Why Go's ``time.Parse(time.RFC3339, text)`` (what a ``metav1.Time`` — a ``creationTimestamp``, a Job's
+    ``startTime`` — is decoded with) refuses ``text``, in the words of the Go Kubernetes 1.20 is built with (``parsing
+    time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006"``), or None if it takes it.
+
+    Its layout is read element by element, as Go reads it: a four-digit year, a two-digit month, day, minute and
+    second, an hour of one or two digits, a fraction of a second (of any number of digits, after the seconds), then
+    ``Z`` or an offset ``+hh:mm``; a field out of its range or text left after the offset is refused in Go's words
+    too."""
+
+    def cannot(rest: str, element: str) -> str:
+        return f'parsing time "{text}" as "{_RFC3339}": cannot parse "{rest}" as "{element}"'
+
+    def out_of_range(what: str) -> str:
+        return f'parsing time "{text}": {what} out of range'
+
+    def two_digits(rest: str, fixed: bool) -> tuple[int, str] | None:
+        if not rest[:1].isdigit() or not rest[:1].isascii():
+            return None
+        if not (len(rest) > 1 and rest[1].isdigit() and rest[1].isascii()):
+            return None if fixed else (int(rest[0]), rest[1:])
+        return int(rest[:2]), rest[2:]
+
+    rest = text
+    if len(rest) < 4 or not ("0" <= rest[0] <= "9"):
+        return cannot(rest, "2006")
+    digits, rest = rest[:4], rest[4:]
+    if not re.fullmatch(r"[0-9]{4}", digits):
+        return cannot(rest, "2006")
+    year = int(digits)
+    fields: dict[str, int] = {}
+    for separator, element, fixed, limit, name in (
+        ("-", "01", True, 13, "month"),
+        ("-", "02", True, 32, ""),
+        ("T", "15", False, 24, "hour"),
+        (":", "04", True, 60, "minute"),
+        (":", "05", True, 60, "second"),
+    ):
+        if not rest.startswith(separator):
+            return cannot(rest, separator)
+        rest = rest[1:]
+        read = two_digits(rest, fixed)
+        if read is None:
+            return cannot(rest, element)
+        number, rest = read
+        if name and (number >= limit or (name == "month" and number == 0)):
+            return out_of_range(name)
+        fields[element] = number
+    if len(rest) >= 2 and rest[0] == "." and "0" <= rest[1] <= "9":
+        fraction = re.match(r"\.[0-9]+", rest)  # any number of digits: Go reads the first nine
+        assert fraction is not None
+        rest = rest[fraction.end() :]
+    if rest[:1] == "Z":
+        rest = rest[1:]
+    elif (
+        len(rest) < 6
+        or rest[3] != ":"
+        or rest[0] not in "+-"
+        or not re.fullmatch(r"[0-9]+", rest[1:3])
+        or not re.fullmatch(r"[0-9]+", rest[4:6])
+    ):
+        return cannot(rest, "Z07:00")
+    else:
+        rest = rest[6:]
+    if rest:
+        return f'parsing time "{text}": extra text: "{rest}"'
+    month, day = fields["01"], fields["02"]
+    leap = month == 2 and year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if day < 1 or day > _DAYS_IN[month - 1] + leap:
+        return out_of_range("day")
+    return None
+
+
+_META_FIELDS = {
+    "uid": "UID",
+    **{
+        key: key[0].upper() + key[1:]
+        for key in (
+            "name",
+            "generateName",
+            "namespace",
+            "selfLink",
+            "resourceVersion",
+            "generation",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "labels",
+            "annotations",
+            "ownerReferences",
+            "finalizers",
+            "clusterName",
+            "managedFields",
+        )
+    },
+}
+"""The Go names of ``metadata``'s fields (``v1.ObjectMeta``'s), as the API server's JSON decoding names them."""
+_OBJECT_TIMES = (("creationTimestamp", "CreationTimestamp"), ("deletionTimestamp", "DeletionTimestamp"))
+_STATUS_TIMES: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
+    ("batch/v1", "Job"): (("startTime", "StartTime"), ("completionTime", "CompletionTime")),
+    ("batch/v1beta1", "CronJob"): (("lastScheduleTime", "LastScheduleTime"),),
+    ("batch/v1", "CronJob"): (("lastScheduleTime", "LastScheduleTime"), ("lastSuccessfulTime", "LastSuccessfulTime")),
+    ("v1", "Pod"): (("startTime", "StartTime"),),
+}
+"""The times of Kubernetes' own kinds' status okt's users write (a Job's ``startTime`` in a test's fixture): each
+``(field, its Go name)``, where the API server decodes it as a ``metav1.Time``."""
+_CONDITION_TIMES: dict[tuple[str, str], tuple[str, tuple[tuple[str, str], ...]]] = {
+    ("batch/v1", "Job"): (
+        "JobCondition",
+        (("lastProbeTime", "LastProbeTime"), ("lastTransitionTime", "LastTransitionTime")),
+    ),
+    ("v1", "Pod"): ("PodCondition", (("lastProbeTime", "LastProbeTime"), ("lastTransitionTime", "LastTransitionTime"))),
+    ("apps/v1", "Deployment"): (
+        "DeploymentCondition",
+        (("lastUpdateTime", "LastUpdateTime"), ("lastTransitionTime", "LastTransitionTime")),
+    ),
+    **{
+        ("apps/v1", kind): (f"{kind}Condition", (("lastTransitionTime", "LastTransitionTime"),))
+        for kind in ("ReplicaSet", "StatefulSet", "DaemonSet")
+    },
+}
+"""The times of the conditions of a Kubernetes kind's status: the Go type of a condition, and each ``(field, its Go
+name)``."""
+
+
+def _time_paths(kind: kinds.Kind, obj: Mapping[str, Any], part: str) -> Iterator[tuple[str, str]]:
+    """Each time of ``obj``'s ``part`` (``metadata`` or ``status``) the API server decodes as a ``metav1.Time`` and
+    refuses (:func:`time_error`): its path as the server's JSON decoding names it, and why. A custom resource's
+    metadata is decoded as a ``metav1.ObjectMeta`` too, its status as the JSON it is."""
+    if not isinstance(obj.get(part), Mapping):
+        return
+    held = obj[part]
+    version = kind.api_version.rpartition("/")[2]
+    if part == "metadata" and kinds.builtin(kind.api_version, kind.kind) is None:
+        # A custom resource's metadata is decoded alone, from its JSON written again (its keys sorted), and each field
+        # the decoder reads after the refused one names itself too, the last read first (``v1.ObjectMeta.Namespace:
+        # Name: CreationTimestamp``): a field holding a single value, up to the first holding a map or a list, which
+        # the decoder leaves.
+        keys = sorted(held)
+        for field, _ in _OBJECT_TIMES:
+            if isinstance(held.get(field), str) and (why := time_error(held[field])) is not None:
+                read = [field]
+                for key in keys[keys.index(field) + 1 :]:
+                    if isinstance(held[key], Mapping | list):
+                        break
+                    read.append(key)
+                yield "v1.ObjectMeta." + ": ".join(_META_FIELDS.get(key, key) for key in reversed(read)), why
+        return
+    if kinds.builtin(kind.api_version, kind.kind) is None:
+        return
+    if part == "metadata":
+        for field, name in _OBJECT_TIMES:
+            if isinstance(held.get(field), str) and (why := time_error(held[field])) is not None:
+                yield f"{version}.{kind.kind}.ObjectMeta: v1.ObjectMeta.{name}", why
+        return
+    at = f"{version}.{kind.kind}.Status: {version}.{kind.kind}Status"
+    for field, name in _STATUS_TIMES.get((kind.api_version, kind.kind), ()):
+        if isinstance(held.get(field), str) and (why := time_error(held[field])) is not None:
+            yield f"{at}.{name}", why
+    condition, times = _CONDITION_TIMES.get((kind.api_version, kind.kind), ("", ()))
+    for item in held.get("conditions") or () if isinstance(held.get("conditions"), list) else ():
+        for field, name in times:
+            value = item.get(field) if isinstance(item, Mapping) else None
+            if isinstance(value, str) and (why := time_error(value)) is not None:
+                yield f"{at}.Conditions: []{version}.{condition}: {version}.{condition}.{name}", why
+
+
 def undecodable(kind: kinds.Kind, obj: Mapping[str, Any]) -> str | None:
     """Why the API server cannot decode ``obj`` (an object of ``kind``) into its kind's Go object though each value
     has the JSON type its schema gives, in its words, or None: a Secret's ``data`` value that is not base64, a
     quantity of one of Kubernetes' own kinds (a container's ``resources``, a ResourceQuota's ``hard``, a LimitRange's
-    ``max``...) that is none. The first such value, in the order the body gives them."""
+    ``max``...) that is none, a time of theirs that is none (:func:`time_error`). The first such value, in the order
+    the server converts them: the metadata's, then the rest's, the status's last."""
+    if kinds.builtin(kind.api_version, kind.kind) is None:  # an apply of a custom resource takes a time as JSON
+        return None
+    for _, said in _time_paths(kind, obj, "metadata"):
+        return said
     if (kind.api_version, kind.kind) == ("v1", "Secret") and isinstance(obj.get("data"), Mapping):
         for value in obj["data"].values():
             if isinstance(value, str) and (why := base64_error(value)) is not None:
@@ -550,7 +726,9 @@ def undecodable(kind: kinds.Kind, obj: Mapping[str, Any]) -> str | None:
         return value
 
     quantities.convert_quantities(copy.deepcopy(dict(obj)), read)
-    return found[0] if found else None
+    if found:
+        return found[0]
+    return next((why for _, why in _time_paths(kind, obj, "status")), None)
 
 
 _POD_SPEC_PATHS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
@@ -569,6 +747,16 @@ _POD_SPEC_PATHS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
             ("apps/v1", "StatefulSet"),
             ("batch/v1", "Job"),
         )
+    },
+    **{
+        ("batch/" + version, "CronJob"): (
+            ("spec", f"{version}.CronJob.Spec"),
+            ("jobTemplate", f"{version}.CronJobSpec.JobTemplate"),
+            ("spec", f"{version}.JobTemplateSpec.Spec"),
+            ("template", "v1.JobSpec.Template"),
+            ("spec", "v1.PodTemplateSpec.Spec"),
+        )
+        for version in ("v1beta1", "v1")
     },
 }
 """Where a kind holds a Pod spec, as the API server's JSON decoding names each step (its Go type and field)."""
@@ -590,7 +778,10 @@ def undecodable_path(kind: kinds.Kind, obj: Mapping[str, Any]) -> str | None:
 
     The decoder goes on reading the body after the value, and names each field it reads after it too: the path is
     the server's when the value closes each object it is in (as it does in a body of one faulty value written in the
-    usual order: ``metadata`` before ``spec``, a container's ``resources`` after its ``name`` and ``image``)."""
+    usual order: ``metadata`` before ``spec``, a container's ``resources`` after its ``name`` and ``image``).
+    A time that is none (:func:`time_error`) of the metadata comes first, one of the status last."""
+    for path, said in _time_paths(kind, obj, "metadata"):
+        return f"{path}: unmarshalerDecoder: {said}"
     if (kind.api_version, kind.kind) == ("v1", "Secret") and isinstance(obj.get("data"), Mapping):
         for value in obj["data"].values():
             if isinstance(value, str) and (why := base64_error(value)) is not None:
@@ -621,6 +812,56 @@ def undecodable_path(kind: kinds.Kind, obj: Mapping[str, Any]) -> str | None:
                     return (
                         "v1.LimitRange.Spec: v1.LimitRangeSpec.Limits: []v1.LimitRangeItem: "
                         f"v1.LimitRangeItem.{name}: unmarshalerDecoder: {why}"
+                    )
+    if (kind.api_version, kind.kind) == ("v1", "PersistentVolumeClaim") and isinstance(spec, Mapping):
+        resources = spec.get("resources")
+        for name in ("limits", "requests"):
+            held = resources.get(name) if isinstance(resources, Mapping) else None
+            if (why := _quantities_error(held)) is not None:
+                return (
+                    "v1.PersistentVolumeClaim.Spec: v1.PersistentVolumeClaimSpec.Resources: "
+                    f"v1.ResourceRequirements.{name.title()}: unmarshalerDecoder: {why}"
+                )
+    if (
+        kind.kind == "HorizontalPodAutoscaler"
+        and kind.api_version in _METRIC_SOURCES
+        and isinstance(spec, Mapping)
+        and (found := _metric_error(kind.api_version.rpartition("/")[2], spec.get("metrics"))) is not None
+    ):
+        return found
+    for path, said in _time_paths(kind, obj, "status"):
+        return f"{path}: unmarshalerDecoder: {said}"
+    return None
+
+
+_METRIC_SOURCES = {
+    version: {
+        "resource": ("Resource", "ResourceMetricSource"),
+        "pods": ("Pods", "PodsMetricSource"),
+        "object": ("Object", "ObjectMetricSource"),
+        "external": ("External", "ExternalMetricSource"),
+        "containerResource": ("ContainerResource", "ContainerResourceMetricSource"),
+    }
+    for version in ("autoscaling/v2beta2", "autoscaling/v2")
+}
+"""The sources of a HorizontalPodAutoscaler's metric whose ``target`` holds quantities: each field of a metric, its Go
+name and its Go type."""
+
+
+def _metric_error(version: str, metrics: Any) -> str | None:
+    """The path and the error of the first quantity of a HorizontalPodAutoscaler's ``metrics`` that is none (a
+    target's ``value`` or ``averageValue``), as the API server's JSON decoding names it, or None."""
+    for metric in metrics if isinstance(metrics, list) else ():
+        for field, (name, source) in _METRIC_SOURCES[f"autoscaling/{version}"].items():
+            target = (metric.get(field) or {}).get("target") if isinstance(metric, Mapping) else None
+            if not isinstance(target, Mapping) or not isinstance(metric.get(field), Mapping):
+                continue
+            for key, value in target.items():
+                if key in ("value", "averageValue") and isinstance(value, str) and (why := quantity_error(value)):
+                    return (
+                        f"{version}.HorizontalPodAutoscaler.Spec: {version}.HorizontalPodAutoscalerSpec.Metrics: "
+                        f"[]{version}.MetricSpec: {version}.MetricSpec.{name}: {version}.{source}.Target: "
+                        f"{version}.MetricTarget.{key[0].upper()}{key[1:]}: unmarshalerDecoder: {why}"
                     )
     return None
 

@@ -14,6 +14,7 @@ any other difference is a bug of the fake.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 import re
@@ -42,6 +43,7 @@ JOB = kinds.BUILTIN[("batch/v1", "Job")]
 SERVICE = kinds.BUILTIN[("v1", "Service")]
 CLAIM = kinds.BUILTIN[("v1", "PersistentVolumeClaim")]
 POD_TEMPLATE = kinds.Kind("v1", "PodTemplate", "podtemplates")
+CRON_JOB = kinds.BUILTIN[("batch/v1beta1", "CronJob")]
 _TIMES = ("creationTimestamp", "deletionTimestamp")
 GARBAGE_COLLECTED_WITHIN = 300.0
 """How long the API server's garbage collector is given to delete or orphan an owner's dependents: a bound only (the
@@ -946,15 +948,7 @@ def undecodable_values(run: Run) -> None:
     c = run.client
 
     def attempt(label: str, write: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-        def call() -> Any:
-            try:
-                write(*args, **kwargs)
-            except errors.ApiError as exc:
-                causes = [(cause.reason, cause.field, cause.message) for cause in exc.causes]
-                return ("refused", exc.status, exc.api_reason, exc.api_message, causes)
-            return "stored"
-
-        run.step(label, call)
+        _attempt(run, label, write, *args, **kwargs)
 
     def secret(name: str, value: str) -> dict[str, Any]:
         meta = {"name": name, "namespace": run.ns}
@@ -987,6 +981,123 @@ def undecodable_values(run: Run) -> None:
     item = {"type": "Container", "max": {"cpu": "lots"}}
     attempt("apply LimitRange", c.apply, {**limits, "spec": {"limits": [item]}}, field_manager="a")
     attempt("create LimitRange", c.create, {**limits, "spec": {"limits": [{"type": "Container"}, item]}})
+
+
+def _attempt(run: Run, label: str, write: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    """Send ``write(*args, **kwargs)``, written down as ``stored`` or as refused: status, reason, message and each
+    cause's reason, field and message, in order."""
+
+    def call() -> Any:
+        try:
+            write(*args, **kwargs)
+        except errors.ApiError as exc:
+            causes = [(cause.reason, cause.field, cause.message) for cause in exc.causes]
+            return ("refused", exc.status, exc.api_reason, exc.api_message, causes)
+        return "stored"
+
+    run.step(label, call)
+
+
+def undecodable_quantities(run: Run) -> None:
+    """A quantity that is none in a CronJob's job template, a PersistentVolumeClaim's requests or a
+    HorizontalPodAutoscaler's target, refused by every verb as the server refuses it: a create or an update with its
+    400 (its message naming the path), a patch with its 422 (whose message quotes the patched object: its status,
+    reason and causes compared), an apply with its 500."""
+    c = run.client
+    containers = [{"name": "c", "image": "busybox", "resources": {"limits": {"cpu": "lots"}}}]
+    pod = {"spec": {"restartPolicy": "Never", "containers": containers}}
+    cron = {
+        "apiVersion": "batch/v1beta1",
+        "kind": "CronJob",
+        "metadata": {"name": "cj", "namespace": run.ns},
+        "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": pod}}},
+    }
+    _attempt(run, "create CronJob", c.create, cron)
+    _attempt(run, "apply CronJob", c.apply, cron, field_manager="a")
+    fine = copy.deepcopy(cron)
+    fine["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["resources"] = {}
+    live = c.create(fine)
+    _attempt(run, "update CronJob", c.replace, CRON_JOB, {**cron, "metadata": live["metadata"]})
+    run.step("patch CronJob", lambda: c.patch(CRON_JOB, "cj", {"spec": cron["spec"]}, run.ns))
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "pvc", "namespace": run.ns},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "lots"}}},
+    }
+    _attempt(run, "create claim", c.create, claim)
+    _attempt(run, "apply claim", c.apply, claim, field_manager="a")
+    c.create({**claim, "spec": {**claim["spec"], "resources": {"requests": {"storage": "1Gi"}}}})
+    patch = {"spec": {"resources": {"requests": {"storage": "1e"}}}}
+    run.step("patch claim", lambda: c.patch(CLAIM, "pvc", patch, run.ns))
+    target = {"type": "AverageValue", "averageValue": "lots"}
+    scaler = {
+        "apiVersion": "autoscaling/v2beta2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "h", "namespace": run.ns},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+            "maxReplicas": 2,
+            "metrics": [{"type": "Resource", "resource": {"name": "memory", "target": target}}],
+        },
+    }
+    _attempt(run, "create autoscaler", c.create, scaler)
+    _attempt(run, "apply autoscaler", c.apply, scaler, field_manager="a")
+    pods = {"type": "Pods", "pods": {"metric": {"name": "m"}, "target": {"type": "Value", "value": "1x"}}}
+    _attempt(run, "create autoscaler pods", c.create, {**scaler, "spec": {**scaler["spec"], "metrics": [pods]}})
+
+
+def undecodable_times(run: Run) -> None:
+    """A time that is none (a ``metav1.Time``: an object's ``creationTimestamp``, a Job's ``startTime``) refused by
+    every verb as the server refuses it, in Go's words: a create or an update with its 400, a patch with its 422, an
+    apply with its 500; a time Go reads (a fraction of a second, an offset, ``null``) stored."""
+    c = run.client
+    for value in [
+        "yesterday",
+        "",
+        "2020-01-01T00:00:00",
+        "2020-01-01 00:00:00Z",
+        "2020-13-01T00:00:00Z",
+        "2021-02-29T00:00:00Z",
+        "2020-01-01T24:00:00Z",
+        "2020-01-01T00:00:00Zs",
+        "2020-01-01T00:00:00+0100",
+        "2020-1-01T00:00:00Z",
+        "2020-01-01T1:00:00Z",
+        "2020-01-01T00:00:00.1234567891Z",
+        "2020-02-29T00:00:00.5+01:00",
+        None,
+    ]:
+        name = f"t{len(run.transcript)}"
+        _attempt(run, f"create {value!r}", c.create, run.cm(name) | _timed(run, name, value))
+    _attempt(run, "apply", c.apply, run.cm("a") | _timed(run, "a", "yesterday"), field_manager="a")
+    live = c.create(run.cm("c"))
+    meta = {**live["metadata"], "creationTimestamp": "yesterday"}
+    _attempt(run, "update", c.replace, CONFIG_MAP, {**live, "metadata": meta})
+    run.step("merge patch", lambda: c.patch(CONFIG_MAP, "c", {"metadata": {"creationTimestamp": "soon"}}, run.ns))
+    stamp = [{"op": "replace", "path": "/metadata/creationTimestamp", "value": "soon"}]
+    run.step("json patch", lambda: c.patch(CONFIG_MAP, "c", stamp, run.ns, patch_type="json"))
+    job = _pod_workload(run, "Job", {"restartPolicy": "Never"})
+    _attempt(run, "create Job startTime", c.create, {**job, "status": {"startTime": "yesterday"}})
+    _attempt(run, "apply Job startTime", c.apply, {**job, "status": {"startTime": "yesterday"}}, field_manager="a")
+    c.create(job)
+    status = {"status": {"conditions": [{"type": "Complete", "status": "True", "lastTransitionTime": "soon"}]}}
+    run.step("patch Job status", lambda: c.patch(JOB, "w", status, run.ns, subresource="status"))
+    run.step("get", lambda: c.get(CONFIG_MAP, "c", run.ns))
+    widget = run.widget("w", {"size": 1})
+    widget["metadata"]["creationTimestamp"] = "yesterday"
+    _attempt(run, "create custom resource", c.create, widget)
+    _attempt(run, "apply custom resource", c.apply, widget, field_manager="a")
+    widget["metadata"].update(name="v", creationTimestamp=None, labels={"a": "b"})
+    live = c.create(widget)
+    meta = {**live["metadata"], "creationTimestamp": "2020-01-01T00:00:00+01"}
+    _attempt(run, "update custom resource", c.replace, WIDGET, {**live, "metadata": meta})
+    run.step("patch custom resource", lambda: c.patch(WIDGET, "v", {"metadata": {"creationTimestamp": "soon"}}, run.ns))
+    run.step("get custom resource", lambda: c.get(WIDGET, "w", run.ns))
+
+
+def _timed(run: Run, name: str, value: str | None) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": run.ns, "creationTimestamp": value}}
 
 
 def node_ports(run: Run) -> None:
@@ -1064,6 +1175,8 @@ SEQUENCES: list[Callable[[Run], None]] = [
     node_ports,
     pod_spec_refusals,
     undecodable_values,
+    undecodable_quantities,
+    undecodable_times,
 ]
 
 

@@ -1753,3 +1753,166 @@ def test_one_write_s_owner_reference_is_refused_before_its_finalizer_as_the_api_
         "metadata.finalizers",
         "metadata.finalizers[0]",
     ]
+
+
+_NO_TIME = 'parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006"'
+
+
+def test_a_time_that_is_none_is_refused_by_every_verb_as_the_api_server_refuses_it() -> None:
+    fake = FakeClient()
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}}
+    live = fake.create(cm)
+    stamped = {**cm, "metadata": {**cm["metadata"], "creationTimestamp": "yesterday"}}
+    path = "v1.ConfigMap.ObjectMeta: v1.ObjectMeta.CreationTimestamp: unmarshalerDecoder"
+
+    with pytest.raises(errors.BadRequest) as created:
+        fake.create({**stamped, "metadata": {**stamped["metadata"], "name": "d"}})
+    with pytest.raises(errors.BadRequest) as updated:
+        fake.replace(kinds.CONFIG_MAP, stamped)
+    with pytest.raises(errors.Invalid) as patched:
+        fake.patch(kinds.CONFIG_MAP, "c", {"metadata": {"creationTimestamp": "yesterday"}}, "ns")
+    with pytest.raises(errors.Invalid) as applied:
+        fake.apply({**stamped, "metadata": {**stamped["metadata"], "name": "e"}}, field_manager="m")
+
+    assert created.value.api_message == (
+        f'ConfigMap in version "v1" cannot be handled as a ConfigMap: {path}: {_NO_TIME}, error found in #10 byte '
+        "of the request (its text left out)"
+    )
+    assert updated.value.api_message == created.value.api_message
+    assert (patched.value.status, [cause.field for cause in patched.value.causes]) == (422, ["patch"])
+    assert (applied.value.status, applied.value.api_message) == (
+        500,
+        f"failed to convert new object to proper version: unable to convert unstructured object to /v1, "
+        f"Kind=ConfigMap: {_NO_TIME}",
+    )
+    assert fake.objects(kinds.CONFIG_MAP) == [live]
+
+
+def test_a_job_s_start_time_that_is_none_is_refused_on_create_and_a_condition_s_on_a_status_patch() -> None:
+    fake = FakeClient()
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "ns"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}},
+    }
+
+    with pytest.raises(errors.BadRequest) as created:
+        fake.create({**job, "status": {"startTime": "yesterday"}})
+    fake.create(job)
+    condition = {"type": "Complete", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00"}
+    with pytest.raises(errors.Invalid) as patched:
+        fake.patch(fake.kind_of(job), "j", {"status": {"conditions": [condition]}}, "ns", subresource="status")
+
+    assert "v1.Job.Status: v1.JobStatus.StartTime: unmarshalerDecoder: " + _NO_TIME in created.value.api_message
+    assert (
+        "v1.JobStatus.Conditions: []v1.JobCondition: v1.JobCondition.LastTransitionTime: unmarshalerDecoder: "
+        'parsing time "2020-01-01T00:00:00" as "2006-01-02T15:04:05Z07:00": cannot parse "" as "Z07:00"'
+    ) in patched.value.api_message
+
+
+@pytest.mark.parametrize(
+    ("body", "path"),
+    [
+        (
+            {
+                "apiVersion": "batch/v1beta1",
+                "kind": "CronJob",
+                "metadata": {"name": "cj", "namespace": "ns"},
+                "spec": {
+                    "schedule": "* * * * *",
+                    "jobTemplate": {
+                        "spec": {
+                            "template": {
+                                "spec": {
+                                    "restartPolicy": "Never",
+                                    "containers": [
+                                        {"name": "c", "image": "x", "resources": {"limits": {"cpu": "lots"}}}
+                                    ],
+                                }
+                            }
+                        }
+                    },
+                },
+            },
+            "v1beta1.CronJob.Spec: v1beta1.CronJobSpec.JobTemplate: v1beta1.JobTemplateSpec.Spec: v1.JobSpec.Template: "
+            "v1.PodTemplateSpec.Spec: v1.PodSpec.Containers: []v1.Container: v1.Container.Resources: "
+            "v1.ResourceRequirements.Limits",
+        ),
+        (
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "pvc", "namespace": "ns"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "lots"}}},
+            },
+            "v1.PersistentVolumeClaim.Spec: v1.PersistentVolumeClaimSpec.Resources: v1.ResourceRequirements.Requests",
+        ),
+        (
+            {
+                "apiVersion": "autoscaling/v2beta2",
+                "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": "h", "namespace": "ns"},
+                "spec": {
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+                    "maxReplicas": 2,
+                    "metrics": [
+                        {
+                            "type": "Resource",
+                            "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "lots"}},
+                        }
+                    ],
+                },
+            },
+            "v2beta2.HorizontalPodAutoscaler.Spec: v2beta2.HorizontalPodAutoscalerSpec.Metrics: []v2beta2.MetricSpec: "
+            "v2beta2.MetricSpec.Resource: v2beta2.ResourceMetricSource.Target: v2beta2.MetricTarget.AverageValue",
+        ),
+    ],
+    ids=["CronJob", "PersistentVolumeClaim", "HorizontalPodAutoscaler"],
+)
+def test_a_quantity_that_is_none_is_refused_by_a_create_an_update_and_a_patch_as_by_an_apply(
+    body: dict[str, Any], path: str
+) -> None:
+    fake = FakeClient()
+    kind = fake.kind_of(body)
+    fine = copy.deepcopy(body)
+    if body["kind"] == "HorizontalPodAutoscaler":
+        fine["spec"]["metrics"][0]["resource"]["target"]["averageValue"] = "1Gi"
+    elif body["kind"] == "CronJob":
+        fine["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["resources"] = {}
+    else:
+        fine["spec"]["resources"]["requests"]["storage"] = "1Gi"
+    patching_ops = [{"op": "replace", "path": "/spec", "value": body["spec"]}]
+    version = kind.api_version.rpartition("/")[2]
+
+    with pytest.raises(errors.BadRequest) as created:
+        fake.create(body)
+    live = fake.create(fine)
+    with pytest.raises(errors.BadRequest) as updated:
+        fake.replace(kind, {**body, "metadata": live["metadata"]})
+    with pytest.raises(errors.Invalid) as patched:
+        fake.patch(kind, body["metadata"]["name"], patching_ops, "ns", patch_type="json")
+
+    assert created.value.api_message == (
+        f'{kind.kind} in version "{version}" cannot be handled as a {kind.kind}: {path}: unmarshalerDecoder: '
+        f"{_QUANTITY_FORMAT}, error found in #10 byte of the request (its text left out)"
+    )
+    assert updated.value.api_message == created.value.api_message
+    assert [cause.field for cause in patched.value.causes] == ["patch"]
+    assert fake.objects(kind) == [live]
+
+
+def test_a_custom_resource_s_time_that_is_none_is_refused_by_a_create_and_stored_by_an_apply() -> None:
+    fake = FakeClient(kinds=[GADGET])
+    meta = {"name": "g", "namespace": "ns", "creationTimestamp": "yesterday"}
+    body = {"apiVersion": GADGET.api_version, "kind": "Gadget", "metadata": meta, "spec": {"size": 1}}
+
+    with pytest.raises(errors.BadRequest) as created:
+        fake.create(body)
+    applied = fake.apply(body, field_manager="m")
+
+    assert created.value.api_message == (
+        'Gadget in version "v1" cannot be handled as a Gadget: v1.ObjectMeta.Namespace: Name: CreationTimestamp: '
+        f"unmarshalerDecoder: {_NO_TIME}, error found in #10 byte of the request (its text left out)"
+    )
+    assert applied["metadata"]["creationTimestamp"] != "yesterday"

@@ -95,7 +95,11 @@ What it does as the API server does:
   than or equal to cpu limit``, once for each resource) and a ``restartPolicy`` Kubernetes does not know, a
   workload's empty ``selector`` (``spec.selector: Invalid value: v1.LabelSelector{...}: empty selector is invalid for
   deployment``), a Job's or a CronJob's template ``restartPolicy`` neither ``OnFailure`` nor ``Never``, a template's
-  labels and annotations (``spec.template.labels: Invalid value: "-x": ...``); the causes of one write are listed as
+  labels and annotations (``spec.template.labels: Invalid value: "-x": ...``); a Job is created as the server creates
+  it: unless its ``manualSelector`` is true, given a selector of its own Pods (``controller-uid: <its uid>``) and those
+  labels on its template (``job-name`` too; a template naming another Job, or a selector given, is the server's 422:
+  ``spec.selector: Invalid value: ...: `selector` not auto-generated``), and, created without labels, its template's,
+  those among them (a manual selector must select the template's labels); the causes of one write are listed as
   the server lists them, the object's metadata's before its spec's, a Pod spec's container by container; a ``null``
   written in a field of the defaults' table is left out, as the server decodes it (``strategy: {type: Recreate,
   rollingUpdate: null}`` is stored
@@ -506,6 +510,7 @@ class FakeClient(kube_client.Client):
             # cluster IP and the node ports it allocates.
             body = defaults.fill(body)
             written = copy.deepcopy(body)
+            _select_own_pods(body)
             self._admit(kind, key, None, body)
             created = self._store(body)
             self._own(key, {}, written, _updater(None))
@@ -594,6 +599,7 @@ class FakeClient(kube_client.Client):
                 _leave_out_empty(created["metadata"])
                 created = _fold_string_data({"apiVersion": kind.api_version, "kind": kind.kind, **created}, _untyped)
                 created = defaults.fill(created)
+                _select_own_pods(created)
                 self._admit(kind, key, None, created)
                 created = self._store(created)
                 self._own(key, {}, created, writer, applied)
@@ -1063,6 +1069,68 @@ def _fold_string_data(obj: dict[str, Any], refused: Callable[[str], Exception]) 
         **{key: base64.b64encode(value.encode()).decode() for key, value in string_data.items()},
     }
     return obj
+
+
+def _select_own_pods(obj: dict[str, Any]) -> None:
+    """Give a Job about to be created what Kubernetes 1.20 gives it: unless its ``spec.manualSelector`` is true, a
+    selector of its own Pods (``controller-uid: <its uid>``, the uid it is given here), and those labels on its Pods'
+    template (``controller-uid`` and ``job-name``, where the template names neither); then, where the Job has no
+    labels, its template's (those it was given among them). Code reading a Job's labels, or selecting its Pods by
+    them, finds on the fake what it finds on a cluster."""
+    if (obj.get("apiVersion"), obj.get("kind")) != ("batch/v1", "Job") or not isinstance(obj.get("spec"), dict):
+        return
+    spec, meta = obj["spec"], obj["metadata"]
+    if not isinstance(spec.get("template"), dict):
+        return
+    template = spec["template"]
+    if not spec.get("manualSelector"):
+        uid = meta.setdefault("uid", str(uuid.uuid4()))
+        template["metadata"] = template.get("metadata") or {}
+        labels = template["metadata"]["labels"] = template["metadata"].get("labels") or {}
+        labels.setdefault("controller-uid", uid)
+        labels.setdefault("job-name", meta.get("name"))
+        selector = spec["selector"] = spec.get("selector") or {}
+        selector["matchLabels"] = selector.get("matchLabels") or {}
+        selector["matchLabels"].setdefault("controller-uid", uid)
+        # A template naming another Job, or a selector of its own, is refused: its Pods would not be this Job's.
+        # The server's order: the metadata's refusals, these, then the spec's.
+        causes = [
+            errors.StatusCause(
+                "FieldValueInvalid",
+                f"Invalid value: {validation.go_labels(labels)}: must be '{wanted}'",
+                f"spec.template.metadata.labels[{key}]",
+            )
+            for key, wanted in (("controller-uid", uid), ("job-name", meta.get("name")))
+            if labels[key] != wanted
+        ]
+        if selector != {"matchLabels": {"controller-uid": uid}}:
+            causes.append(
+                errors.StatusCause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {_go_label_selector(selector)}: `selector` not auto-generated",
+                    "spec.selector",
+                )
+            )
+        if causes:
+            kind = kinds_mod.BUILTIN[("batch/v1", "Job")]
+            found = [*metadata.causes(kind, meta, name=False), *causes, *validation.causes(kind, obj)]
+            raise metadata.refusal(kind, obj, found)
+    labels = (template.get("metadata") or {}).get("labels")
+    if not meta.get("labels") and labels:
+        meta["labels"] = dict(labels)
+
+
+def _go_label_selector(selector: Mapping[str, Any]) -> str:
+    """A label selector as Go's ``%#v`` writes it, where the API server quotes one (its match expressions, where it
+    has some, left out as ``{...}``)."""
+    labels = selector.get("matchLabels") or {}
+    written = ", ".join(f"{gotext.quote(key)}:{gotext.quote(str(labels[key]))}" for key in sorted(labels))
+    expressions = selector.get("matchExpressions")
+    return (
+        f"v1.LabelSelector{{MatchLabels:map[string]string{{{written}}}, MatchExpressions:"
+        + ("[]v1.LabelSelectorRequirement(nil)" if expressions is None else "[]v1.LabelSelectorRequirement{...}")
+        + "}"
+    )
 
 
 def _check_decodable(kind: kinds_mod.Kind, body: Mapping[str, Any]) -> None:

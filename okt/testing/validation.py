@@ -162,9 +162,9 @@ def _selects(selector: Any, labels: Any) -> bool:
     return True
 
 
-def _template_labels(labels: Any) -> str:
-    """The server's words for Pod template labels its selector does not select: Go's ``%#v`` of the map, its keys in
-    order."""
+def go_labels(labels: Any) -> str:
+    """The server's words for a Pod template's labels it refuses (its selector does not select them, a Job's are not
+    its own): Go's ``%#v`` of the map, its keys in order."""
     if not isinstance(labels, Mapping):
         return "map[string]string(nil)"
     written = ", ".join(f"{gotext.quote(str(key))}:{gotext.quote(str(value))}" for key, value in sorted(labels.items()))
@@ -202,7 +202,7 @@ def _selector_rules(said: str) -> tuple[Rule, ...]:
             ("spec", "template", "metadata", "labels"),
             "FieldValueInvalid",
             lambda obj, labels: not _selects(_at(obj, "spec", "selector"), labels),
-            lambda labels: f"Invalid value: {_template_labels(labels)}: `selector` does not match template `labels`",
+            lambda labels: f"Invalid value: {go_labels(labels)}: `selector` does not match template `labels`",
         ),
     )
 
@@ -331,6 +331,10 @@ def _job_rules(*template: str) -> tuple[Rule | Each | TemplateMetadata, ...]:
     return (*_template_rules(*template), *_job_restart_rules(*template))
 
 
+_JOB_RULES = (_selector_rules("job")[2], *_job_rules("spec", "template"))
+"""A Job's: its selector (its own, or given with ``manualSelector``) selects its template's labels."""
+
+
 _TEMPLATE_RULES = (*_template_rules("spec", "template"), _RESTART_RULE)
 """The rules of the Pod template of a Deployment, a DaemonSet or a ReplicaSet. A StatefulSet's template is checked
 for its labels, its annotations and its ``restartPolicy`` alone: Kubernetes 1.20 keeps one whose containers have no
@@ -399,7 +403,7 @@ RULES: dict[tuple[str, str], tuple[Rule | Each | TemplateMetadata, ...]] = {
     ),
     ("apps/v1", "ReplicaSet"): (_REPLICAS_RULE, *_selector_rules("deployment"), *_TEMPLATE_RULES),
     ("apps/v1", "DaemonSet"): (*_selector_rules("daemonset"), *_TEMPLATE_RULES),
-    ("batch/v1", "Job"): _job_rules("spec", "template"),
+    ("batch/v1", "Job"): _JOB_RULES,
     ("batch/v1", "CronJob"): _job_rules("spec", "jobTemplate", "spec", "template"),
     ("batch/v1beta1", "CronJob"): _job_rules("spec", "jobTemplate", "spec", "template"),
     ("v1", "Service"): (

@@ -1100,6 +1100,51 @@ def _timed(run: Run, name: str, value: str | None) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": run.ns, "creationTimestamp": value}}
 
 
+def job_labels(run: Run) -> None:
+    """A Job is given a selector of its own Pods (``controller-uid``, its uid) and those labels on its template
+    (``job-name`` too), unless its selector is manual; a Job without labels is given its template's."""
+    c = run.client
+
+    def shown(answer: dict[str, Any]) -> Any:
+        uid = answer["metadata"]["uid"]
+        return json.loads(
+            json.dumps(
+                {
+                    "labels": answer["metadata"].get("labels"),
+                    "selector": answer["spec"].get("selector"),
+                    "manualSelector": answer["spec"].get("manualSelector"),
+                    "template": answer["spec"]["template"]["metadata"],
+                }
+            ).replace(uid, "<its uid>")
+        )
+
+    def job(name: str, **spec: Any) -> dict[str, Any]:
+        body = _pod_workload(run, "Job", **spec)
+        body["metadata"]["name"] = name
+        return body
+
+    run.step("created", lambda: shown(c.create(job("a"))))
+    labelled = job("b")
+    labelled["metadata"]["labels"] = {"own": "label"}
+    run.step("labelled", lambda: shown(c.create(labelled)))
+    bare = job("c")
+    del bare["spec"]["template"]["metadata"]
+    run.step("template without labels", lambda: shown(c.create(bare)))
+    named = job("d")
+    named["spec"]["template"]["metadata"]["labels"].update({"job-name": "other", "controller-uid": "x"})
+    # (The server's messages name the uid it gave the Job: the causes' fields are compared.)
+    run.step("template naming another Job and its uid", c.create, named)
+    run.step("selector given", c.create, job("s", selector={"matchLabels": {"app": "a"}}))
+    manual_unselected = job("m", manualSelector=True, selector={"matchLabels": {"app": "b"}})
+    _refusal(run, "manual selector not selecting", manual_unselected)
+    manual = job("e", manualSelector=True, selector={"matchLabels": {"app": "a"}})
+    run.step("manual selector", lambda: shown(c.create(manual)))
+    run.step("applied", lambda: shown(c.apply(job("f"), field_manager="a")))
+    run.step("applied again", lambda: shown(c.apply(job("f"), field_manager="a")))
+    live = c.get(JOB, "a", run.ns)
+    run.step("updated as read", lambda: shown(c.replace(JOB, live)))
+
+
 def node_ports(run: Run) -> None:
     """A NodePort or LoadBalancer Service's ports are given node ports by the server, kept by writes that leave them
     out; a LoadBalancer whose external traffic policy is Local is given a health check node port."""
@@ -1177,6 +1222,7 @@ SEQUENCES: list[Callable[[Run], None]] = [
     undecodable_values,
     undecodable_quantities,
     undecodable_times,
+    job_labels,
 ]
 
 

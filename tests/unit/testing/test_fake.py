@@ -982,9 +982,11 @@ def _workload(kind: str, app: str) -> dict[str, Any]:
 
 
 def _job(app: str) -> dict[str, Any]:
-    """A Job running its Pods to completion (a workload's template restarts them ``Always``, which a Job may not)."""
+    """A Job running its Pods to completion (a workload's template restarts them ``Always``, which a Job may not),
+    selecting them by the selector the server gives it (one it is given is refused)."""
     job = _workload("Job", app) | {"apiVersion": "batch/v1"}
     job["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    del job["spec"]["selector"]
     return job
 
 
@@ -1916,3 +1918,49 @@ def test_a_custom_resource_s_time_that_is_none_is_refused_by_a_create_and_stored
         f"unmarshalerDecoder: {_NO_TIME}, error found in #10 byte of the request (its text left out)"
     )
     assert applied["metadata"]["creationTimestamp"] != "yesterday"
+
+
+def _named_job(name: str, **spec: Any) -> dict[str, Any]:
+    template = {"metadata": {"labels": {"app": "a"}}, "spec": {"restartPolicy": "Never"}}
+    template["spec"]["containers"] = [{"name": "c", "image": "x"}]
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {"template": template, **spec},
+    }
+
+
+def test_a_job_is_given_a_selector_of_its_own_pods_and_without_labels_its_template_s() -> None:
+    fake = FakeClient()
+    labelled = _named_job("b")
+    labelled["metadata"]["labels"] = {"own": "label"}
+
+    created = fake.create(_named_job("a"))
+    kept = fake.create(labelled)
+    applied = fake.apply(_named_job("c"), field_manager="m")
+    manual = fake.create(_named_job("d", manualSelector=True, selector={"matchLabels": {"app": "a"}}))
+
+    uid = created["metadata"]["uid"]
+    assert created["spec"]["selector"] == {"matchLabels": {"controller-uid": uid}}
+    assert created["spec"]["template"]["metadata"]["labels"] == {"app": "a", "controller-uid": uid, "job-name": "a"}
+    assert created["metadata"]["labels"] == created["spec"]["template"]["metadata"]["labels"]
+    assert kept["metadata"]["labels"] == {"own": "label"}
+    assert kept["spec"]["template"]["metadata"]["labels"]["job-name"] == "b"
+    assert applied["metadata"]["labels"]["controller-uid"] == applied["metadata"]["uid"]
+    assert (manual["metadata"]["labels"], manual["spec"]["selector"]) == ({"app": "a"}, {"matchLabels": {"app": "a"}})
+
+
+def test_a_job_whose_template_names_another_job_or_that_gives_a_selector_of_its_own_is_refused() -> None:
+    fake = FakeClient()
+    named = _named_job("a")
+    named["spec"]["template"]["metadata"]["labels"]["job-name"] = "other"
+
+    with pytest.raises(errors.Invalid) as other_job:
+        fake.create(named)
+    with pytest.raises(errors.Invalid) as selected:
+        fake.create(_named_job("b", selector={"matchLabels": {"app": "a"}}))
+
+    assert [cause.field for cause in other_job.value.causes] == ["spec.template.metadata.labels[job-name]"]
+    assert [cause.field for cause in selected.value.causes] == ["spec.selector"]
+    assert fake.objects(fake.kind_of(named)) == []

@@ -343,8 +343,12 @@ def fill(value: Any, values: list[Any]) -> Any:
     kind = type(value)
     if kind is dict:
         result: dict[str, Any] = {}
+        keyed = False  # a key placed from values, which may equal another key once placed
         for key, item in value.items():
-            placed = key if type(key) is str else key.key(values)
+            if type(key) is str:
+                placed = key
+            else:
+                placed, keyed = key.key(values), True
             if type(item) in _LITERALS:
                 result[placed] = item
                 continue
@@ -353,7 +357,8 @@ def fill(value: Any, values: list[Any]) -> Any:
             except Unplaceable as exc:
                 exc.path.append(key if type(key) is str else key.written())
                 raise
-        if len(result) != len(value):
+        # The skeleton's own keys are distinct (YAML's mapping): only one placed from values can make two equal.
+        if keyed and len(result) != len(value):
             raise Unplaceable(_duplicate(value, values))
         return result
     if kind is list:

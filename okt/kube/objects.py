@@ -40,8 +40,16 @@ def lasting_metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in (obj.get("metadata") or {}).items() if key not in VOLATILE_METADATA}
 
 
+_EMPTY: Mapping[str, Any] = {}
+"""The metadata of an object without any (never changed: read only)."""
+
+
 class CustomResource:
-    """A read-only view of one primary object (any kind, custom or built-in)."""
+    """A read-only view of one primary object (any kind, custom or built-in).
+
+    The accessors a reconcile calls most (``name``, ``namespace``, ``uid``: tens of times each, by the children's
+    ownership checks) read the metadata themselves rather than through :attr:`metadata`, a call fewer each.
+    """
 
     __slots__ = ("_spec", "raw")
 
@@ -64,20 +72,20 @@ class CustomResource:
 
     @property
     def name(self) -> str:
-        return str(self.metadata.get("name", ""))
+        return str((self.raw.get("metadata") or _EMPTY).get("name", ""))
 
     @property
     def namespace(self) -> str | None:
-        namespace = self.metadata.get("namespace")
+        namespace = (self.raw.get("metadata") or _EMPTY).get("namespace")
         return str(namespace) if namespace else None
 
     @property
     def uid(self) -> str:
-        return str(self.metadata.get("uid", ""))
+        return str((self.raw.get("metadata") or _EMPTY).get("uid", ""))
 
     @property
     def generation(self) -> int:
-        return int(self.metadata.get("generation") or 0)
+        return int((self.raw.get("metadata") or _EMPTY).get("generation") or 0)
 
     @property
     def resource_version(self) -> str:
@@ -90,7 +98,7 @@ class CustomResource:
 
     @property
     def annotations(self) -> Mapping[str, str]:
-        annotations: Mapping[str, str] = self.metadata.get("annotations") or {}
+        annotations: Mapping[str, str] = (self.raw.get("metadata") or _EMPTY).get("annotations") or {}
         return annotations
 
     @property
@@ -100,7 +108,7 @@ class CustomResource:
     @property
     def deleting(self) -> bool:
         """True once deletion was requested (``deletionTimestamp`` set): the finalizer path runs."""
-        return bool(self.metadata.get("deletionTimestamp"))
+        return bool((self.raw.get("metadata") or _EMPTY).get("deletionTimestamp"))
 
     @property
     def spec(self) -> Any:

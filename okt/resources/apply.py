@@ -155,8 +155,9 @@ def _labelled(live: Mapping[str, Any], label: str, value: str) -> bool:
     """Whether ``live`` carries ``label`` with ``value`` (a string equal to it): ``checksum.is_subset`` of that one
     label, asked of every child of every reconcile without the drift report's walk, which builds a path per level."""
     meta = live.get("metadata")
-    labels = meta.get("labels") if isinstance(meta, Mapping) else None
-    found = labels.get(label) if isinstance(labels, Mapping) else None
+    # The exact dict of a decoded object told apart first: an ABC check goes through ABCMeta.__instancecheck__.
+    labels = meta.get("labels") if type(meta) is dict or isinstance(meta, Mapping) else None
+    found = labels.get(label) if type(labels) is dict or isinstance(labels, Mapping) else None
     return isinstance(found, str) and found == value
 
 

@@ -106,10 +106,11 @@ def drift_shape(res: resource.Resource) -> dict[str, Any] | None:
     ref = res.hashable_ref()
     if isinstance(ref, pydantic.BaseModel):
         ref = ref.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if not isinstance(ref, Mapping):
+    if type(ref) is not dict and not isinstance(ref, Mapping):  # the exact dict told apart without the ABC check
         return None
     shape = {k: v for k, v in ref.items() if k not in ("labels", "annotations", "metadata")}
-    metadata = dict(ref.get("metadata") or {}) if isinstance(ref.get("metadata"), Mapping) else {}
+    given = ref.get("metadata")
+    metadata = dict(given or {}) if type(given) is dict or isinstance(given, Mapping) else {}
     metadata.update({k: ref[k] for k in ("labels", "annotations") if k in ref})
     if metadata:
         shape["metadata"] = metadata

@@ -152,9 +152,11 @@ def defaults_kept(body: Mapping[str, Any], shape: Any, live: Any, lists: Lists |
 
 
 def _kept(value: Any, shape: Any, live: Any, schema: Schema) -> bool:
-    if not isinstance(value, Mapping) or not isinstance(live, Mapping):
+    # Runs over every child of every reconcile: the exact dicts of decoded objects are told apart, without a call,
+    # before the ABC checks, which go through ABCMeta.__instancecheck__.
+    if not (type(value) is dict or isinstance(value, Mapping)) or not (type(live) is dict or isinstance(live, Mapping)):
         return True  # nothing of the schema's there, or told apart by the positional look already
-    narrowing = isinstance(shape, Mapping)
+    narrowing = type(shape) is dict or isinstance(shape, Mapping)
     for name, inner in schema.items():
         if narrowing and name not in shape:
             continue
@@ -167,7 +169,9 @@ def _kept(value: Any, shape: Any, live: Any, schema: Schema) -> bool:
         if not isinstance(found, list) or not isinstance(there, list):
             continue
         for item, other in zip(found, there, strict=False):
-            if not isinstance(item, Mapping) or not isinstance(other, Mapping):
+            if not (type(item) is dict or isinstance(item, Mapping)):
+                continue
+            if not (type(other) is dict or isinstance(other, Mapping)):
                 continue
             for field, default in inner.defaults.items():
                 if item.get(field) is None and other.get(field, default) != default:

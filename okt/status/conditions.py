@@ -407,14 +407,18 @@ class _Slot:
                 and current.message == Condition.truncate_message(message)
             )
         raw_message = raw.get("message")
+        stored_message = "" if raw_message is None else str(raw_message)
         return (
-            raw.get("status") == status.value
+            raw.get("status") == status  # a StrEnum member equals its wire text
             and isinstance(reason, str)
             and raw.get("reason") == reason
             and _valid_reason(reason)
             and _lenient_generation(raw.get("observedGeneration")) == observed_generation
-            and Condition.truncate_message("" if raw_message is None else str(raw_message))
-            == Condition.truncate_message(message)
+            # The same message truncates the same (most reconciles set the message stored): truncated only if not.
+            and (
+                stored_message == message
+                or Condition.truncate_message(stored_message) == Condition.truncate_message(message)
+            )
         )
 
     def to_wire(self) -> dict[str, Any]:
@@ -459,7 +463,7 @@ class Conditions(Mapping[str, Condition]):
         self._asserted: set[str] = set()
         seen: set[str] = set()
         for item in items:
-            if not isinstance(item, Mapping):
+            if type(item) is not dict and not isinstance(item, Mapping):  # a decoded dict, without the ABC check
                 # Not a condition at all: nothing can address or render it, so it is not carried over.
                 continue
             raw = objects.json_copy(dict(item))

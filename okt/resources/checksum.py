@@ -318,11 +318,14 @@ def _matches(desired: Any, live: Any) -> bool:
             if value is None:
                 continue
             if key in live:
-                if type(value) is str:  # most fields: compared here, without a call each
-                    found = live[key]
+                found = live[key]
+                value_kind = type(value)
+                if value_kind is str:  # most fields: compared here, without a call each
                     if not (isinstance(found, str) and value == found):
                         return False
-                elif not _matches(value, live[key]):
+                elif (value_kind is int or value_kind is bool) and type(found) is value_kind and value == found:
+                    continue  # an exact int or bool equal to the live one: what _same_scalar says, without its calls
+                elif not _matches(value, found):
                     return False
             elif not _is_empty(value):
                 return False

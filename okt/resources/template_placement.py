@@ -258,11 +258,17 @@ class Slot:
 
     parts: tuple[str | int, ...]
     plain: bool
+    lone: int | None = dataclasses.field(init=False, repr=False, compare=False)
+    """The index of the one value the scalar holds with no text beside it, or None: known once, when the skeleton
+    is parsed, rather than at each render of every child."""
+
+    def __post_init__(self) -> None:
+        first = self.parts[0]
+        object.__setattr__(self, "lone", first if len(self.parts) == 1 and isinstance(first, int) else None)
 
     def text(self, values: list[Any]) -> str:
-        first = self.parts[0]
-        if len(self.parts) == 1 and isinstance(first, int):
-            value = values[first]
+        if self.lone is not None:
+            value = values[self.lone]
             if type(value) is template_secrets.TemplateSecret:
                 return value.placed_text()  # a secret the scalar holds alone: its value
         text = ""
@@ -284,14 +290,14 @@ class Slot:
         return "".join("{{ }}" if isinstance(part, int) else part for part in self.parts)
 
     def value(self, values: list[Any]) -> Any:
-        if self.plain and len(self.parts) == 1 and isinstance(self.parts[0], int):
-            return _placed(values[self.parts[0]])
+        if self.plain and self.lone is not None:
+            return _placed(values[self.lone])
         # Quoted, block, tagged !!str, or values joined with text: a string, whatever YAML would read in its text.
         return self.text(values)
 
     def key(self, values: list[Any]) -> str:
-        if len(self.parts) == 1 and isinstance(self.parts[0], int):
-            value = values[self.parts[0]]
+        if self.lone is not None:
+            value = values[self.lone]
             if type(value) is template_secrets.TemplateSecret:
                 raise Unplaceable(
                     str(template_secrets.MadeText(value.kind, "placed as a mapping key")),

@@ -93,6 +93,7 @@ import jinja2.sandbox
 import pydantic
 
 from okt import errors
+from okt.kube import objects
 from okt.resources import (
     template_filters,
     template_limits,
@@ -205,7 +206,9 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
         if kind is dict:
             if attribute in obj:
                 return _read(obj[attribute])
-        elif isinstance(obj, Mapping) and attribute in obj:
+        elif kind is not objects.CustomResource and isinstance(obj, Mapping) and attribute in obj:
+            # The custom resource (``cr.name``: the attribute most templates read) is no mapping: told so without
+            # the ABC check, which goes through ABCMeta.__instancecheck__.
             return _read(obj[attribute])
         elif kind not in _INTERNAL_OBJECTS and attribute[:1] != "_":
             # Plain data read from an ordinary object (``cr.name``, a spec model's field) is what the sandbox's checks

@@ -105,7 +105,7 @@ def record(context: jinja2.runtime.Context, value: Any) -> str:
             # Placed alone it is its value; joined with text, the placement names this line (see Slot.text).
             values.lines[len(values)] = _template_line()
         else:
-            text = _text_of(value)
+            text = value if type(value) is str else _text_of(value)  # most values: a string, placed without a call
             if template_skeleton.NONCE in text:
                 raise errors.MutationError(
                     "template error: {{ }} outputs the template's own output (a macro call or a captured {% set %} "

@@ -362,8 +362,9 @@ def _owned(
     label — okt's, then one per legacy prefix (a reader that lists from the API narrows by label; the cache's owner
     index answers every one, and what one answer held is skipped by the next)."""
     found: list[dict[str, Any]] = []
+    uid = ctx.cr.uid
     for label in names.owner_labels:
-        more = ctx.reader.owned(kind, namespace, ctx.cr.uid, {label: ctx.cr.uid}, held)
+        more = ctx.reader.owned(kind, namespace, uid, {label: uid}, held)
         if len(names.owner_labels) > 1:
             held = held | {kinds.key_of(obj)[2:] for obj in more}
         found.extend(more)

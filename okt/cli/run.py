@@ -10,6 +10,7 @@ import os
 import pathlib
 import re
 import shlex
+import socket
 import ssl
 import threading
 import time
@@ -541,6 +542,42 @@ def _conversion_crds(reconcilers: Sequence[type[Any]]) -> list[str]:
         return []
 
 
+def _listen(
+    metrics_bind_address: str, webhook_host: str | None, webhook_port: int
+) -> tuple[socket.socket | None, socket.socket | None]:
+    """The metrics port and the webhook port (``webhook_host`` None: none served) bound, for the manager to serve.
+
+    Bound before ``okt run`` says or serves anything, and handed over bound: a port another process holds is one
+    line, where the metrics port bound by the manager's start was found once the version line was printed, and the
+    webhook port once the probes were served and said so (see :mod:`okt.runtime.ports`).
+
+    Raises:
+        okt.errors.ConfigurationError: a port cannot be bound (another process holds it, an address not of this host).
+    """
+    from okt.runtime import probe_server
+
+    address = probe_server.parse_bind(metrics_bind_address)
+    metrics = probe_server.listen(address) if address is not None else None
+    if webhook_host is None:
+        return metrics, None
+    from okt.runtime import webhook_server
+
+    try:
+        return metrics, webhook_server.listen(webhook_host, webhook_port, WEBHOOK_PORT_HELD)
+    except BaseException:
+        if metrics is not None:
+            metrics.close()
+        raise
+
+
+def _close(*listeners: socket.socket | None) -> None:
+    """Close the sockets :func:`_listen` bound: closed already by the servers that took them over, not yet when a
+    check refused to start before they did."""
+    for listener in listeners:
+        if listener is not None:
+            listener.close()
+
+
 def _webhook_options(
     client: kube_client.Client,
     host: str,
@@ -553,9 +590,11 @@ def _webhook_options(
     configuration_kinds: Sequence[str] = (),
     conversion_crds: Sequence[str] = (),
     scope_fields: Mapping[str, Mapping[str, Any]] | None = None,
+    listener: socket.socket | None = None,
 ) -> webhook_server.Options:
     """Where and with which certificate the webhooks are served: the directory, the Secret, the Service's shared
-    certificate (``service``: namespace and name), else a new CA. The CA's PEM is written to ``ca_file`` when given.
+    certificate (``service``: namespace and name), else a new CA; on ``listener``, ``host:port`` bound already, when
+    given (:func:`_listen`). The CA's PEM is written to ``ca_file`` when given.
     With ``configuration``, the CA goes into the caBundle of the webhook configurations of that name that call
     ``service`` (with ``scope_fields``, their selectors: :func:`_scope_fields`), and of the conversion webhooks of the
     CRDs ``conversion_crds`` that call it. Both are written again, with the CA served until then, before a renewal
@@ -658,6 +697,7 @@ def _webhook_options(
         restore_ca=restore_ca if restores else None,
         on_serving=on_serving,
         port_held=WEBHOOK_PORT_HELD,
+        listener=listener,
     )
 
 
@@ -895,6 +935,7 @@ def run_command(
     logs.configure("json" if log_format == "json" else "console" if log_format else None, verbose)
     _warn_shadowing(target, module)
     reconcilers: list[type[reconciler.Reconciler]] = []
+    metrics_listener = webhook_listener = None
     try:
         loaded = loader.load_module(module or target or "", as_module=bool(module))
         connect = functools.cache(
@@ -911,6 +952,10 @@ def run_command(
             _refuse_unserved_webhook_options(click.get_current_context(), reconcilers, served)
         startups, cleanups = hooks.collect(loaded)
         probes = hooks.probes_of(loaded)
+        serves_webhooks = not no_webhooks and bool(webhooks_mod.all_endpoints(reconcilers))
+        metrics_listener, webhook_listener = _listen(
+            metrics_bind_address, webhook_host if serves_webhooks else None, webhook_port
+        )
         client = connect()
         version = _server_version(client)
         _warn_missing_namespaces(client, namespaces)
@@ -918,7 +963,6 @@ def run_command(
         # Named here, as the manager would name it: the permission check asks for this Lease, which a role of okt gen
         # rbac --lease-name grants alone.
         lease_name = lease_name or manager.default_lease_name([r.controller_name() for r in reconcilers])
-        serves_webhooks = not no_webhooks and bool(webhooks_mod.all_endpoints(reconcilers))
         service = (_default_lease_namespace(namespaces), webhook_service) if webhook_service else None
         if not skip_permission_check:
             own_certificate = not (webhook_cert_dir or webhook_secret)
@@ -945,6 +989,7 @@ def run_command(
                 _configuration_kinds(reconcilers),
                 _conversion_crds(reconcilers),
                 _scope_fields(reconcilers, namespaces, selector, version),
+                webhook_listener,
             )
         # Said once every check passed: above a mistake's one line, it was a line more to read past.
         click.echo(f"okt: {', '.join(r.__name__ for r in reconcilers)} on Kubernetes {version}", err=True)
@@ -957,7 +1002,7 @@ def run_command(
             leader_elect=leader_elect,
             lease_namespace=lease_namespace,
             lease_name=lease_name,
-            metrics_bind=metrics_bind_address,
+            metrics_bind=metrics_listener or metrics_bind_address,
             metrics_secure=metrics_secure,
             metrics_cert_dir=metrics_cert_dir,
             stuck_after=stuck_after,
@@ -977,3 +1022,5 @@ def run_command(
         _refuse_unclean_stop(mgr, grace_period)
     except errors.OktError as exc:
         raise click.ClickException(_with_remedy(exc, reconcilers, module or target or "")) from exc
+    finally:
+        _close(metrics_listener, webhook_listener)

@@ -173,7 +173,9 @@ class Manager:
         leader_elect: compete for a Lease and reconcile only while holding it.
         lease_namespace: the Lease's namespace.
         lease_name: the Lease's name; derived from the controllers' names when ``None``.
-        metrics_bind: ``"host:port"`` of the metrics and probe server, ``"0"`` to disable it.
+        metrics_bind: ``"host:port"`` of the metrics and probe server, ``"0"`` to disable it; or a socket bound to it
+            already (:func:`okt.runtime.probe_server.listen`), which the server takes over: okt run binds it before it
+            says anything, so that a port in use is its one line.
         metrics_secure: on an address other than loopback, serve ``/metrics`` over TLS to a bearer token the API
             server authenticates and allows to ``get /metrics`` (see :func:`okt.runtime.probe_server.protection`); False
             serves it plain to anyone there too. The probes are open either way.
@@ -239,7 +241,7 @@ class Manager:
         leader_elect: bool = False,
         lease_namespace: str = "default",
         lease_name: str | None = None,
-        metrics_bind: str = "127.0.0.1:8080",
+        metrics_bind: str | socket.socket = "127.0.0.1:8080",
         metrics_secure: bool = True,
         metrics_cert_dir: str | None = None,
         identity: str | None = None,
@@ -284,7 +286,7 @@ class Manager:
         self.grace_period = delays.capped(grace_period, delays.LONGEST_WAIT)
         # Only compared with how long the workers, and the mapping threads, stalled: no wait, no cap.
         self.stuck_after, self.mapping_stuck_after = stuck_after, mapping_stuck_after
-        self._bind = probe_server.parse_bind(metrics_bind)
+        self._bind, self._metrics_listener = _metrics_address(metrics_bind)
         self._metrics_protection = (metrics_secure, metrics_cert_dir)
         self._reconcile = reconcile
         self._lease_timing = (lease_duration, renew_deadline, retry_period)
@@ -451,11 +453,18 @@ class Manager:
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
     def _probe_server(self, address: tuple[str, int]) -> probe_server.ProbeServer:
-        """The metrics and probe server on ``address``, ``/metrics`` protected there as asked."""
+        """The metrics and probe server on ``address`` (on the socket bound to it when given one), ``/metrics``
+        protected there as asked."""
         secure, cert_dir = self._metrics_protection
         tls, reviewer = probe_server.protection(address, self.client, secure=secure, cert_dir=cert_dir)
         return probe_server.ProbeServer(
-            address, self.metrics, self.health, self.readiness, tls=tls, reviewer=reviewer, probes=self._probes.report
+            self._metrics_listener or address,
+            self.metrics,
+            self.health,
+            self.readiness,
+            tls=tls,
+            reviewer=reviewer,
+            probes=self._probes.report,
         )
 
     def start(self) -> None:
@@ -501,9 +510,10 @@ class Manager:
         with self._start_lock:
             if self._stopping.is_set():
                 return
+            # Both ports bound before either is served: a webhook port another process holds was found once the
+            # probes were served, and said so above the one line of the error.
             if self._bind is not None:
                 self.probes = self._probe_server(self._bind)
-                self.probes.start()
             if self._webhooks is not None and webhooks_mod.all_endpoints(self.reconcilers):
                 from okt.reconciler import admission
                 from okt.runtime import webhook_server
@@ -513,6 +523,9 @@ class Manager:
                 self.webhook_server = webhook_server.WebhookServer(
                     self._webhooks, self.reconcilers, self.client, scope, self.metrics
                 )
+            if self.probes is not None:
+                self.probes.start()
+            if self.webhook_server is not None:
                 self.webhook_server.start()
                 self._serves_conversion = any(
                     e.purpose is webhooks_mod.Purpose.CONVERSION for e in webhooks_mod.all_endpoints(self.reconcilers)
@@ -914,6 +927,18 @@ class Manager:
 def _kinds_of(controller: controller_mod.Controller) -> list[kinds.Kind]:
     """The kinds a controller watches, and so reads from the cache."""
     return [controller.kind, *controller.owned, *(kind for kind, _ in controller.related)]
+
+
+def _metrics_address(bind: str | socket.socket) -> tuple[tuple[str, int] | None, socket.socket | None]:
+    """The metrics and probe server's address (None: none served) and the socket bound to it when ``bind`` is one.
+
+    Raises:
+        ValueError: ``bind`` is no ``HOST:PORT`` (see :func:`okt.runtime.probe_server.parse_bind`).
+    """
+    if isinstance(bind, socket.socket):
+        host, port = bind.getsockname()[:2]
+        return (str(host), int(port)), bind
+    return probe_server.parse_bind(bind), None
 
 
 def _check_cluster_operators(controllers: Sequence[controller_mod.Controller]) -> None:

@@ -71,7 +71,7 @@ import structlog
 from okt import errors
 from okt.kube import client as kube_client
 from okt.runtime import metrics as metrics_mod
-from okt.runtime import metrics_auth
+from okt.runtime import metrics_auth, ports
 
 DISABLED = "0"
 
@@ -552,11 +552,28 @@ class _Server6(_Server):
     address_family = socket.AF_INET6
 
 
+def listen(address: tuple[str, int]) -> socket.socket:
+    """``address`` (see :func:`parse_bind`) bound for a :class:`ProbeServer` to serve: ``okt run`` binds it before it
+    says anything, so a port in use is its one line (see :mod:`okt.runtime.ports`).
+
+    Raises:
+        okt.errors.ConfigurationError: the address cannot be bound (in use, not an address of this host).
+    """
+    host, port = address
+    try:
+        return ports.listen(host, port, _Server.request_queue_size)
+    except OSError as exc:  # a port in use, an address not of this host: the operator's configuration
+        raise errors.ConfigurationError(
+            f"cannot serve metrics and probes on {host}:{port}: {exc.strerror or exc}"
+        ) from exc
+
+
 class ProbeServer:
     """``/metrics``, ``/healthz`` and ``/readyz`` on one address.
 
     Args:
-        address: ``(host, port)`` (see :func:`parse_bind`).
+        address: ``(host, port)`` (see :func:`parse_bind`), or a socket bound to it already (:func:`listen`), which
+            the server takes over.
         metrics: the metrics to expose.
         healthy: returns ``(ok, reason)`` for ``/healthz``.
         ready: returns ``(ok, reason)`` for ``/readyz``.
@@ -581,7 +598,7 @@ class ProbeServer:
 
     def __init__(
         self,
-        address: tuple[str, int],
+        address: tuple[str, int] | socket.socket,
         metrics: metrics_mod.Metrics,
         healthy: Callable[[], tuple[bool, str]],
         ready: Callable[[], tuple[bool, str]],
@@ -595,13 +612,11 @@ class ProbeServer:
     ) -> None:
         if reviewer is not None and tls is None:
             raise ValueError("a /metrics reviewer needs TLS: a bearer token is never read over plain HTTP")
-        try:
-            self._server = (_Server6 if ":" in address[0] else _Server)(address, _Handler)
-        except OSError as exc:  # a port in use, an address not of this host: the operator's configuration
-            host, port = address
-            raise errors.ConfigurationError(
-                f"cannot serve metrics and probes on {host}:{port}: {exc.strerror or exc}"
-            ) from exc
+        listener = address if isinstance(address, socket.socket) else listen(address)
+        self._server = (_Server6 if listener.family == socket.AF_INET6 else _Server)(
+            listener.getsockname()[:2], _Handler, bind_and_activate=False
+        )
+        ports.serve_on(self._server, listener)
         self._server.metrics = metrics
         self._server.healthy = healthy
         self._server.ready = ready

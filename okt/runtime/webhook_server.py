@@ -40,6 +40,7 @@ import dataclasses
 import errno
 import functools
 import pathlib
+import socket
 import threading
 from collections.abc import Callable, Sequence
 
@@ -49,7 +50,7 @@ from okt import errors
 from okt.kube import client as kube_client
 from okt.reconciler import admission
 from okt.reconciler import reconciler as reconciler_mod
-from okt.runtime import certs, served_certificate, webhook_connections, webhook_reviews
+from okt.runtime import certs, ports, served_certificate, webhook_connections, webhook_reviews
 from okt.runtime import metrics as metrics_mod
 
 DEFAULT_PORT = 9443
@@ -100,6 +101,8 @@ class Options:
             that cannot bind its ports writes no CA for the configurations to trust).
         port_held: what the error of a port another process holds adds, in parentheses: the ways out the caller
             gives (okt run names ``--webhook-port 0`` and ``--no-webhooks``).
+        listener: ``host:port`` bound already (:func:`listen`), which the server takes over instead of binding it:
+            okt run binds it before it says anything.
     """
 
     host: str = "0.0.0.0"
@@ -113,6 +116,7 @@ class Options:
     restore_ca: Callable[[bytes], None] | None = None
     on_serving: Callable[[bytes], None] | None = None
     port_held: str = ""
+    listener: socket.socket | None = None
 
     def __post_init__(self) -> None:
         if self.max_connections < 1:
@@ -139,6 +143,23 @@ def generated_hosts(host: str) -> tuple[str, ...]:
     if host in _EVERY_ADDRESS or host in certs.LOCAL_HOSTS:
         return certs.LOCAL_HOSTS
     return (*certs.LOCAL_HOSTS, host)
+
+
+def listen(host: str, port: int, port_held: str = "") -> socket.socket:
+    """``host:port`` bound for a :class:`WebhookServer` to serve (:attr:`Options.listener`): ``okt run`` binds it
+    before it says anything, so a port in use is its one line (see :mod:`okt.runtime.ports`).
+
+    Raises:
+        okt.errors.ConfigurationError: the port cannot be bound; one another process holds says ``port_held`` too, in
+            parentheses (:attr:`Options.port_held`).
+    """
+    try:
+        return ports.listen(host, port, webhook_connections.Server.request_queue_size)
+    except OSError as exc:
+        message = f"cannot serve webhooks on {_joined(host, port)}: {exc.strerror or exc}"
+        if exc.errno == errno.EADDRINUSE and port_held:
+            message = f"{message} ({port_held})"
+        raise errors.ConfigurationError(message) from exc
 
 
 class WebhookServer:
@@ -179,8 +200,12 @@ class WebhookServer:
             bundle = source or certs.self_signed(options.certificate_hosts())
             self._served = served_certificate.ServedCertificate(bundle, None, restore=options.restore_ca)
         self.routes = webhook_reviews.reviews_of(reconcilers, client, scope)
-        server = webhook_connections.Server6 if ":" in options.host else webhook_connections.Server
-        self._server = server((options.host, options.port), webhook_connections.Handler, bind_and_activate=False)
+        listener = options.listener
+        if listener is None:
+            listener = listen(options.host, options.port, options.port_held)
+        server = webhook_connections.Server6 if listener.family == socket.AF_INET6 else webhook_connections.Server
+        self._server = server(listener.getsockname()[:2], webhook_connections.Handler, bind_and_activate=False)
+        ports.serve_on(self._server, listener)
         # A directory is read on each new connection (three small files); a Secret on a thread of its own, so no
         # handshake waits for the API server.
         self._server.tls = self._served.reread if isinstance(source, pathlib.Path) else self._served.context
@@ -192,15 +217,6 @@ class WebhookServer:
         self._server.slots = threading.BoundedSemaphore(options.max_connections)
         self._max_connections = options.max_connections
         self._server.bodies = webhook_connections.Budget(webhook_connections.BODIES_AT_ONCE)
-        try:
-            self._server.server_bind()
-            self._server.server_activate()
-        except OSError as exc:
-            self._server.server_close()
-            message = f"cannot serve webhooks on {_joined(options.host, options.port)}: {exc.strerror or exc}"
-            if exc.errno == errno.EADDRINUSE and options.port_held:
-                message = f"{message} ({options.port_held})"
-            raise errors.ConfigurationError(message) from exc
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="okt-webhooks", daemon=True
         )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.server
 import json
 import pathlib
-import socket
 import threading
 from collections.abc import Iterator
 
@@ -70,11 +69,10 @@ def test_the_failures_of_the_first_request_are_one_warning_once_the_server_answe
 ) -> None:
     # Each failure was its own warning as it came: a wrong address printed them above its one Error line too.
     operator = tmp_path / "retried_operator.py"
-    operator.write_text(OPERATOR)
-    with socket.create_server(("127.0.0.1", 0)) as taken:  # the start stops there, once past the first request
-        port = taken.getsockname()[1]
-        args = ["run", str(operator), "--kubeconfig", str(kubeconfig), "--skip-permission-check", "--log-format"]
-        result = CliRunner().invoke(cli_main.cli, [*args, "json", "--metrics-bind-address", f"127.0.0.1:{port}"])
+    # The start stops in its start-up hook, once past the first request and the version line.
+    operator.write_text(f"{OPERATOR}\n@okt.on_startup()\ndef stop(client):\n    raise RuntimeError('stop here')\n")
+    args = ["run", str(operator), "--kubeconfig", str(kubeconfig), "--skip-permission-check", "--log-format"]
+    result = CliRunner().invoke(cli_main.cli, [*args, "json", "--metrics-bind-address", "0"])
 
     records = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
     [retried] = [r for r in records if r["event"] == run_mod.STARTUP_RETRIED]

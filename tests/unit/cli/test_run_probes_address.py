@@ -89,11 +89,9 @@ def test_a_metrics_address_in_use_is_one_line(tmp_path: pathlib.Path, kubeconfig
         code, out = run(tmp_path, kubeconfig, f"127.0.0.1:{port}")
 
     assert code == 1
-    # "manager stopped" was logged above the line, of a manager that never started.
-    assert out == (
-        "okt: R on Kubernetes v1.20.2\n"
-        f"Error: cannot serve metrics and probes on 127.0.0.1:{port}: Address already in use\n"
-    )
+    # "manager stopped" was logged above the line, of a manager that never started; then the version line, printed
+    # before the manager bound the port.
+    assert out == f"Error: cannot serve metrics and probes on 127.0.0.1:{port}: Address already in use\n"
 
 
 @pytest.mark.parametrize("option", ["--stuck-after", "--mapping-stuck-after"])
@@ -178,3 +176,24 @@ def test_a_webhook_port_another_process_holds_is_one_line_naming_the_port_and_th
         "operator's webhook server perhaps: --webhook-port 0 serves them on a free port, --no-webhooks serves none)"
     )
     assert "Traceback" not in result.output
+
+
+def test_a_webhook_port_another_process_holds_is_the_one_line_where_metrics_are_served(
+    tmp_path: pathlib.Path, kubeconfig: pathlib.Path
+) -> None:
+    # The probes were served before the webhook port was bound: "serving metrics and probes" above the line, and the
+    # version line above it.
+    operator = tmp_path / "webhook_operator.py"
+    operator.write_text(WEBHOOK_OPERATOR)
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        args = ["run", str(operator), "--kubeconfig", str(kubeconfig), "--skip-permission-check"]
+        args += ["--metrics-bind-address", "127.0.0.1:0", "--webhook-host", "127.0.0.1", "--webhook-port", str(port)]
+        result = CliRunner().invoke(cli_main.cli, args)
+
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == 1
+    assert result.output == (
+        f"Error: cannot serve webhooks on 127.0.0.1:{port}: Address already in use (another process holds it, another "
+        "operator's webhook server perhaps: --webhook-port 0 serves them on a free port, --no-webhooks serves none)\n"
+    )

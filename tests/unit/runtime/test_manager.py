@@ -492,6 +492,26 @@ def test_a_start_that_fails_has_shut_down_when_it_raises() -> None:
         assert "manager stopped" in [event["event"] for event in logged]
 
 
+def test_a_webhook_port_another_process_holds_stops_the_start_before_the_probes_are_served() -> None:
+    """Both ports are bound before either is served: the probes were served first, and "serving metrics and probes"
+    logged above okt run's one line of the port in use."""
+    client: Any = StatsOnly()
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        runner = manager.Manager(
+            client,
+            [JudgedGadgets],
+            metrics_bind="127.0.0.1:0",
+            tune_memory=False,
+            webhooks=webhook_server.Options(host="127.0.0.1", port=port),
+        )
+        refused = pytest.raises(okt.ConfigurationError, match=f"cannot serve webhooks on 127.0.0.1:{port}: ")
+        with structlog.testing.capture_logs() as logged, refused:
+            runner.start()
+    assert runner.join(0)
+    assert [event["event"] for event in logged if event["log_level"] != "debug"] == []
+
+
 def test_readyz_is_not_ready_before_the_watches_are_started(api: Any) -> None:
     """Between the cache's creation and the start of the first informer, no informer exists to be unsynced: the
     controllers are still being built (discovery may take seconds), and ``/readyz`` must not say ready then."""

@@ -186,6 +186,34 @@ def test_an_ipv6_bind_address_is_served() -> None:
     assert (status, body) == (200, "ok")
 
 
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", pytest.param("::1", marks=pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6"))]
+)
+def test_a_port_bound_before_the_server_is_made_is_served_and_closed_at_stop(host: str) -> None:
+    """okt run binds the port before it says anything and hands the socket over: the server serves that one, and
+    frees the port when it stops."""
+    listener = probe_server.listen((host, 0))
+    port = listener.getsockname()[1]
+    server = probe_server.ProbeServer(listener, metrics_mod.Metrics(), lambda: (True, "ok"), lambda: (True, "ok"))
+    server.start()
+    try:
+        assert server.port == port
+        status, _, body = fetch(server.url + "/healthz")
+    finally:
+        server.stop()
+    assert (status, body) == (200, "ok")
+    assert listener.fileno() == -1
+    socket.create_server((host, port), family=listener.family).close()  # free again
+
+
+def test_a_metrics_port_in_use_is_refused_as_it_is_bound() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        with pytest.raises(okt.errors.ConfigurationError) as refused:
+            probe_server.listen(("127.0.0.1", port))
+    assert str(refused.value) == f"cannot serve metrics and probes on 127.0.0.1:{port}: Address already in use"
+
+
 def run_of(outcome: results_mod.Outcome, results: results_mod.Results | None = None) -> stepper.Run:
     path = (okt.State.CRChecker, okt.State.ObjectsGetter, okt.State.End)
     return stepper.Run(path, outcome, results if results is not None else results_mod.Results())

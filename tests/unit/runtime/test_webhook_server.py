@@ -50,6 +50,32 @@ def server() -> Iterator[webhook_server.WebhookServer]:
     running.stop()
 
 
+def test_a_port_bound_before_the_server_is_made_is_served_and_closed_at_stop() -> None:
+    """okt run binds the webhook port before it says anything and hands the socket over in the options: the server
+    serves that one, whatever port the options name, and frees it when it stops."""
+    listener = webhook_server.listen("127.0.0.1", 0)
+    port = listener.getsockname()[1]
+    options = webhook_server.Options(host="127.0.0.1", port=webhook_server.DEFAULT_PORT, listener=listener)
+    running = webhook_server.WebhookServer(options, [Widgets], FakeClient())
+    running.start()
+    try:
+        assert running.port == port
+        status, answer = post(running, "/validate/widget", review({"size": 2}))
+    finally:
+        running.stop()
+    assert (status, answer["response"]["allowed"]) == (200, True)
+    assert listener.fileno() == -1
+    socket.create_server(("127.0.0.1", port)).close()  # free again
+
+
+def test_a_webhook_port_another_process_holds_is_refused_as_it_is_bound_with_the_ways_out() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        with pytest.raises(okt.errors.ConfigurationError) as refused:
+            webhook_server.listen("127.0.0.1", port, "try another")
+    assert str(refused.value) == f"cannot serve webhooks on 127.0.0.1:{port}: Address already in use (try another)"
+
+
 def post(
     server: webhook_server.WebhookServer,
     path: str,

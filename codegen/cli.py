@@ -13,7 +13,6 @@ load — is ``Error: <one line>`` on stderr with exit status 2; ``--help`` works
 from __future__ import annotations
 
 import base64
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,9 +25,6 @@ from okt.runtime import manager as runtime_manager
 
 ReconcilerLoader = Callable[[str], Sequence[type[Any]]]
 """Loads the reconciler classes of an operator (a ``.py`` path or a module name)."""
-
-_SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
-"""What the API server accepts as a Service's name (an RFC 1035 label: it starts with a letter)."""
 
 _OUT_FILE = options.OutPath(dir_okay=False, allow_dash=True)
 """The file ``--out`` names; ``-`` is stdout, as ``kubectl apply -f -`` reads it (it wrote a file named ``-``)."""
@@ -361,17 +357,13 @@ def _operator_name(classes: Sequence[type[Any]], name: str | None) -> str:
     for it, from a long kind, is refused naming ``--name``: the user gave none)."""
     if not name:
         name = webhooks.default_name(classes[0])
-        if not _SERVICE_NAME.match(f"{name}-webhooks"):
+        if not crd.DNS_1035_LABEL.match(f"{name}-webhooks"):
             raise errors.CodegenError(
                 f"the default name {name} (<kind>-operator, of the first reconciler) is too long for its webhooks' "
                 f"Service, {name}-webhooks: {len(name) + len('-webhooks')} characters, more than the 63 of a DNS "
                 "label; give a name of at most 54 characters with --name"
             )
-    if not _SERVICE_NAME.match(f"{name}-webhooks"):
-        raise errors.CodegenError(
-            f"invalid --name {name!r}: expected a DNS label that starts with a letter, at most 54 characters "
-            f"(its webhooks' Service is {name}-webhooks)"
-        )
+    crd.require_service_prefix("--name", name, f"{name}-webhooks")
     return name
 
 
@@ -405,8 +397,7 @@ def _client_config(
         if b"-----BEGIN CERTIFICATE-----" not in pem:
             raise errors.CodegenError(f"{ca_bundle} is not a PEM certificate (-----BEGIN CERTIFICATE-----)")
         bundle = base64.b64encode(pem).decode()
-    if not crd.DNS_LABEL.fullmatch(namespace):
-        raise errors.CodegenError(f"invalid --namespace {namespace!r}: expected a DNS label such as operators")
+    crd.require_dns_label("--namespace", namespace, "operators")
     service = f"{name or webhooks.default_name(cls)}-webhooks"
     return webhooks.ClientConfig(url=url, service=service, namespace=namespace, ca_bundle=bundle)
 

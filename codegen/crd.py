@@ -219,13 +219,54 @@ _KEY_ORDER = (
     "anyOf",
 )
 """The key order of a converted node (unlisted keys, the ``x-kubernetes-*`` extensions, come last)."""
-_DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+"""A DNS label that starts with a letter (RFC 1035): a Service's name, a CRD's plural (match it with ``match``)."""
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 """A DNS label of at most 63 characters: a namespace's name, an operator's (match it with ``fullmatch``)."""
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 """A DNS subdomain as the API server reads names and groups (RFC 1123 labels joined by dots; length checked apart)."""
 _FIELD_STEPS = re.compile(r"(\.[A-Za-z_$][\w$-]*)*")
 """The leading ``.field`` steps of a printer column's JSONPath (up to a ``[``, a quoted key or a wildcard)."""
+
+
+def require_dns_label(option: str, value: str, example: str = "my-operator") -> None:
+    """Refuse ``value`` as ``option`` (``--name``, ``--namespace``, ``namespace``...) unless it is a DNS label, the name
+    the API server takes for a namespace and for each object named after the operator: every generator checks it so,
+    in the same words.
+
+    Raises:
+        CodegenError: naming ``option`` and ``value``, saying what a DNS label is, with ``example`` for one.
+    """
+    if not DNS_LABEL.fullmatch(value):
+        raise _refusal(
+            option,
+            value,
+            "a DNS label (lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 "
+            f"characters) such as {example}",
+        )
+
+
+def require_service_prefix(option: str, value: str, service: str) -> None:
+    """Refuse ``value`` as ``option`` (an operator's ``--name``) unless ``service``, the name of its webhooks' Service
+    made of it, is a Service's name: a DNS label that starts with a letter, which leaves ``value`` fewer than 63
+    characters (54 before ``-webhooks``).
+
+    Raises:
+        CodegenError: naming ``option`` and ``value``, how long it may be and the Service, in the words of
+            :func:`require_dns_label`.
+    """
+    if not DNS_1035_LABEL.match(service):
+        longest = 63 - (len(service) - len(value))
+        raise _refusal(
+            option,
+            value,
+            f"a DNS label that starts with a letter, at most {longest} characters (its webhooks' Service is {service})",
+        )
+
+
+def _refusal(option: str, value: str, expected: str) -> errors.CodegenError:
+    """``value`` refused as ``option``: what was expected instead."""
+    return errors.CodegenError(f"invalid {option} {value!r}: expected {expected}")
 
 
 def crd_from_models(
@@ -263,7 +304,7 @@ def crd_from_models(
     _check_names(group, kind, plural)
     others = dict(other_versions or {})
     for name in (version, *others):
-        if not _DNS_1035_LABEL.match(name):
+        if not DNS_1035_LABEL.match(name):
             raise errors.CodegenError(f"invalid version {name!r}: expected a lowercase DNS label such as v1alpha1")
     if version in others:
         raise errors.CodegenError(f"version {version} is the stored one: list only the other served versions")
@@ -318,9 +359,9 @@ def _check_names(group: str, kind: str, plural: str) -> None:
     are DNS-1035 labels, and the CRD's own name ``<plural>.<group>``, a DNS name of at most 253 characters."""
     if not DNS_SUBDOMAIN.match(group) or "." not in group or len(group) > 253:
         raise errors.CodegenError(f"invalid group {group!r}: expected a DNS name with a dot, such as cache.example.com")
-    if not _DNS_1035_LABEL.match(f"{kind}List".lower()):
+    if not DNS_1035_LABEL.match(f"{kind}List".lower()):
         raise errors.CodegenError(f"invalid kind {kind!r}: expected a name such as Memcached")
-    if not _DNS_1035_LABEL.match(plural):
+    if not DNS_1035_LABEL.match(plural):
         raise errors.CodegenError(f"invalid plural {plural!r}: expected a lowercase DNS label such as memcacheds")
     if len(f"{plural}.{group}") > 253:
         raise errors.CodegenError(

@@ -125,7 +125,7 @@ class Operator:
         # Checked first, naming the option: the generator that met the name first named it instead, as a service
         # account's name (okt gen deploy) or as the ClusterServiceVersion's name of a wrong --version (okt gen bundle).
         for option, value in (("--name", self.name), ("--namespace", self.namespace)):
-            manager.require_dns_label(option, value)
+            crd.require_dns_label(option, value)
         # okt run refuses to start two reconcilers under one controller name: nothing is generated for them.
         codegen_webhooks.check_controller_names(self.classes)
 

@@ -14,7 +14,6 @@ operator's own webhooks of built-in kinds leave out (an operator that is down ne
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,9 +31,6 @@ OLM_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"  # noqa: S108 - a mount p
 """Where OLM mounts the serving certificate (``tls.crt``, ``tls.key``) of the webhooks a ClusterServiceVersion
 lists into the Deployment it names."""
 
-_SERVICE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
-"""What the API server accepts as a Service's name (an RFC 1035 label: it starts with a letter)."""
-
 
 def lease_name(name: str, watch_namespaces: Sequence[str], selector: str | None, controllers: Sequence[str]) -> str:
     """The Lease the Deployment's ``okt run`` leads on, which its command line names (``--lease-name``), so that the
@@ -44,20 +40,6 @@ def lease_name(name: str, watch_namespaces: Sequence[str], selector: str | None,
     operator deployed before it was named keeps leading on the same Lease through the rollout. Named on the command
     line, it stays the Lease the rules grant even if the file in the image comes to load other reconcilers."""
     return name if watch_namespaces or selector else runtime_manager.default_lease_name(controllers)
-
-
-def require_dns_label(option: str, value: str) -> None:
-    """Refuse ``value`` as an operator's ``option`` (``--name``, ``namespace``, ...) unless it is a DNS label, the name
-    the API server takes for a namespace and for each object named after the operator.
-
-    Raises:
-        CodegenError: naming ``option`` and ``value``, and saying what a DNS label is.
-    """
-    if not crd.DNS_LABEL.fullmatch(value):
-        raise errors.CodegenError(
-            f"invalid {option} {value!r}: expected a DNS label (lowercase letters, digits and '-', starting and ending "
-            "with a letter or digit, at most 63 characters) such as my-operator"
-        )
 
 
 def manager_manifests(
@@ -106,18 +88,15 @@ def manager_manifests(
             a Service name: starting with a letter, at most 54 characters), an empty image or a replica count below 1.
     """
     for option, value in (("name", name), ("namespace", namespace), ("service account", service_account)):
-        require_dns_label(option, value)
+        crd.require_dns_label(option, value)
     if not image.strip() or any(character.isspace() for character in image) or not lowercase_repository(image):
         raise errors.CodegenError(
             f"invalid image {image!r}: expected a reference such as my-operator:0.1.0 (a lowercase repository)"
         )
     if replicas < 1:
         raise errors.CodegenError(f"invalid replicas {replicas}: at least 1")
-    if webhooks and webhook_cert_dir is None and not _SERVICE_NAME.match(webhook_service_name(name)):
-        raise errors.CodegenError(
-            f"invalid name {name!r}: expected a DNS label that starts with a letter, at most 54 characters (its "
-            f"webhooks' Service {webhook_service_name(name)} must be one)"
-        )
+    if webhooks and webhook_cert_dir is None:
+        crd.require_service_prefix("name", name, webhook_service_name(name))
     labels = {"app.kubernetes.io/name": name}  # copied where it goes: editing one object's labels changes no other
     # What the operator's own webhooks of built-in kinds leave out (names.OPERATOR_LABEL). Not in the Deployment's
     # selector: that one is immutable, and an installed operator's would no longer apply.

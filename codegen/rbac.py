@@ -234,10 +234,7 @@ def rbac_for_primaries(
     """:func:`rbac_for` for an operator running several reconcilers under one ServiceAccount (``watched``: the
     ``(group, plural)`` of kinds only read; ``declared``: ``(group, resource, verbs)`` the reconcilers ask for;
     ``lease_name``: the Lease leader election leads on, when known, see :func:`lease_rules`)."""
-    if not crd.DNS_LABEL.fullmatch(namespace):
-        raise errors.CodegenError(
-            f"invalid namespace {namespace!r}: expected a DNS label of at most 63 characters, such as operators"
-        )
+    crd.require_dns_label("namespace", namespace, "operators")
     if not crd.DNS_SUBDOMAIN.match(service_account) or len(service_account) > 253:
         raise errors.CodegenError(
             f"invalid service account name {service_account!r}: expected a DNS name of at most 253 characters"

@@ -191,8 +191,7 @@ def scope_of(namespaces: Sequence[str], selector: str | None) -> admission.Scope
         CodegenError: a namespace that is no DNS label, or a selector the API server cannot read.
     """
     for namespace in namespaces:
-        if not crd.DNS_LABEL.fullmatch(namespace):
-            raise errors.CodegenError(f"invalid --watch-namespace {namespace!r}: expected a DNS label such as shop")
+        crd.require_dns_label("--watch-namespace", namespace, "shop")
     try:
         return admission.Scope(frozenset(namespaces), selector)
     except ValueError as exc:

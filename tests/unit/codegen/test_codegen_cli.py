@@ -397,7 +397,8 @@ def okt_error_loader(target: str) -> list[type[Any]]:
         (
             fake_loader(MemcachedReconciler),
             ["rbac", "main.py", "--namespace", "Bad_NS"],
-            "invalid namespace 'Bad_NS': expected a DNS label of at most 63 characters, such as operators",
+            "invalid namespace 'Bad_NS': expected a DNS label (lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit, at most 63 characters) such as operators",
         ),
     ],
 )

@@ -64,7 +64,7 @@ def test_an_operator_with_webhooks_serves_them_on_a_named_port_for_its_service_a
         ({"image": "two words"}, "invalid image"),
         ({"image": "My-Operator:1"}, "invalid image"),
         ({"replicas": 0}, "invalid replicas"),
-        ({"name": "9-operator", "webhooks": True}, "Service 9-operator-webhooks must be one"),
+        ({"name": "9-operator", "webhooks": True}, "its webhooks' Service is 9-operator-webhooks"),
         ({"name": "o" * 60, "webhooks": True}, "at most 54 characters"),
     ],
 )

@@ -203,15 +203,18 @@ def test_rules_are_the_same_whatever_the_order_of_owned_kinds() -> None:
     [
         (
             {"namespace": "Operators"},
-            "invalid namespace 'Operators': expected a DNS label of at most 63 characters, such as operators",
+            "invalid namespace 'Operators': expected a DNS label (lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit, at most 63 characters) such as operators",
         ),
         (
             {"namespace": "operators\n"},  # the pattern's $ took a name ending in a newline
-            "invalid namespace 'operators\\n': expected a DNS label of at most 63 characters, such as operators",
+            "invalid namespace 'operators\\n': expected a DNS label (lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit, at most 63 characters) such as operators",
         ),
         (
             {"namespace": "n" * 64},
-            f"invalid namespace '{'n' * 64}': expected a DNS label of at most 63 characters, such as operators",
+            f"invalid namespace '{'n' * 64}': expected a DNS label (lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit, at most 63 characters) such as operators",
         ),
         (
             {"service_account": "my_operator"},

@@ -12,15 +12,13 @@ import re
 import pydantic
 import pytest
 
-from codegen import cli, crd, deploy, dictionary, manager, rbac, resource, scaffold
+from codegen import crd, deploy, dictionary, rbac, resource, scaffold
 from okt.kube import discovery, selectors
 
 PATTERNS: list[tuple[str, re.Pattern[str], str]] = [
-    ("cli service name", cli._SERVICE_NAME, "memcached"),
-    ("crd DNS-1035 label", crd._DNS_1035_LABEL, "memcacheds"),
+    ("crd DNS-1035 label", crd.DNS_1035_LABEL, "memcacheds"),
     ("crd DNS label", crd.DNS_LABEL, "operators"),
     ("crd DNS subdomain", crd.DNS_SUBDOMAIN, "cache.example.com"),
-    ("manager service name", manager._SERVICE_NAME, "memcached"),
     ("rbac version", rbac._VERSION, "v1alpha1"),
     ("resource kind", resource._CR_KIND, "Memcached"),
     ("resource version", resource._VERSION, "v1"),

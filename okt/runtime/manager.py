@@ -173,9 +173,11 @@ class Manager:
         leader_elect: compete for a Lease and reconcile only while holding it.
         lease_namespace: the Lease's namespace.
         lease_name: the Lease's name; derived from the controllers' names when ``None``.
-        metrics_bind: ``"host:port"`` of the metrics and probe server, ``"0"`` to disable it; or a socket bound to it
-            already (:func:`okt.runtime.probe_server.listen`), which the server takes over: okt run binds it before it
-            says anything, so that a port in use is its one line.
+        metrics_bind: ``"host:port"`` of the metrics and probe server, ``"0"`` to disable it.
+        metrics_listener: a socket bound to ``metrics_bind`` already (:func:`okt.runtime.probe_server.listen`), which
+            the server takes over: okt run binds it before it says anything, so that a port in use is its one line.
+            ``metrics_bind`` still names the address (its host, as given, is a name ``/metrics``'s own certificate
+            holds).
         metrics_secure: on an address other than loopback, serve ``/metrics`` over TLS to a bearer token the API
             server authenticates and allows to ``get /metrics`` (see :func:`okt.runtime.probe_server.protection`); False
             serves it plain to anyone there too. The probes are open either way.
@@ -241,7 +243,8 @@ class Manager:
         leader_elect: bool = False,
         lease_namespace: str = "default",
         lease_name: str | None = None,
-        metrics_bind: str | socket.socket = "127.0.0.1:8080",
+        metrics_bind: str = "127.0.0.1:8080",
+        metrics_listener: socket.socket | None = None,
         metrics_secure: bool = True,
         metrics_cert_dir: str | None = None,
         identity: str | None = None,
@@ -286,7 +289,7 @@ class Manager:
         self.grace_period = delays.capped(grace_period, delays.LONGEST_WAIT)
         # Only compared with how long the workers, and the mapping threads, stalled: no wait, no cap.
         self.stuck_after, self.mapping_stuck_after = stuck_after, mapping_stuck_after
-        self._bind, self._metrics_listener = _metrics_address(metrics_bind)
+        self._bind, self._metrics_listener = probe_server.parse_bind(metrics_bind), metrics_listener
         self._metrics_protection = (metrics_secure, metrics_cert_dir)
         self._reconcile = reconcile
         self._lease_timing = (lease_duration, renew_deadline, retry_period)
@@ -927,18 +930,6 @@ class Manager:
 def _kinds_of(controller: controller_mod.Controller) -> list[kinds.Kind]:
     """The kinds a controller watches, and so reads from the cache."""
     return [controller.kind, *controller.owned, *(kind for kind, _ in controller.related)]
-
-
-def _metrics_address(bind: str | socket.socket) -> tuple[tuple[str, int] | None, socket.socket | None]:
-    """The metrics and probe server's address (None: none served) and the socket bound to it when ``bind`` is one.
-
-    Raises:
-        ValueError: ``bind`` is no ``HOST:PORT`` (see :func:`okt.runtime.probe_server.parse_bind`).
-    """
-    if isinstance(bind, socket.socket):
-        host, port = bind.getsockname()[:2]
-        return (str(host), int(port)), bind
-    return probe_server.parse_bind(bind), None
 
 
 def _check_cluster_operators(controllers: Sequence[controller_mod.Controller]) -> None:

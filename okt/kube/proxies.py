@@ -33,9 +33,15 @@ class Proxy:
 
     def shown(self) -> str:
         """The URL as it may be said: its scheme, host and port, never its user and password."""
-        parts = urllib.parse.urlsplit(self.url)
+        parts = self.parts()
         port = f":{parts.port}" if parts.port else ""
         return f"{parts.scheme}://{parts.hostname or ''}{port}"
+
+    def parts(self) -> urllib.parse.SplitResult:
+        """The URL's parts as ``requests`` reads them: a proxy set without a scheme (``HTTPS_PROXY=10.0.0.1:3128``) is
+        reached over ``http``, where :func:`urllib.parse.urlsplit` alone would read no host in it."""
+        with_scheme: str = requests.utils.prepend_scheme_if_needed(self.url, "http")  # type: ignore[no-untyped-call]
+        return urllib.parse.urlsplit(with_scheme)
 
 
 def chosen(base: str, proxies: Mapping[str, str], *, from_kubeconfig: bool) -> Proxy | None:
@@ -66,7 +72,7 @@ def unreached(proxy: Proxy, exc: BaseException) -> str | None:
     ``exc`` is no failure to reach the proxy."""
     if not isinstance(exc, requests.exceptions.ProxyError):
         return None
-    host = urllib.parse.urlsplit(proxy.url).hostname or ""
+    host = proxy.parts().hostname or ""
     causes = list(_causes(exc))
     if any(isinstance(c, urllib3.exceptions.NameResolutionError | socket.gaierror) for c in causes):
         why = f"its host {host} cannot be resolved"

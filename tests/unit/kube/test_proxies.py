@@ -71,3 +71,18 @@ def test_a_server_no_proxy_excepts_is_reached_directly_and_said_as_before(
     with pytest.raises(errors.Unavailable) as raised:
         kube_client.Client.from_kubeconfig(str(path)).server_version()
     assert "proxy" not in str(raised.value) and "Connection refused" in str(raised.value)
+
+
+def test_a_proxy_set_without_a_scheme_is_named_as_requests_reads_it(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # requests takes ``host:port`` for ``http://host:port``: urlsplit alone read no host in it.
+    port = _closed_port()
+    monkeypatch.setenv("HTTPS_PROXY", f"127.0.0.1:{port}")
+    path = _kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:6443")
+    with pytest.raises(errors.Unavailable) as raised:
+        kube_client.Client.from_kubeconfig(str(path)).server_version()
+    assert str(raised.value) == (
+        f"GET /version -> no response (Unavailable): cannot reach the proxy http://127.0.0.1:{port} that $HTTPS_PROXY "
+        "names: it cannot be connected to: Connection refused"
+    )

@@ -44,6 +44,8 @@ UNREACHABLE_ATTEMPTS = 3
 """Tries of the first request when no answer comes at all (refused or reset): a wrong address fails in seconds."""
 STARTUP_RETRIED = "the API server answered the first request after failing it"
 """The event of the warning ``okt run`` logs when the API server answered its first request only when asked again."""
+STARTUP_RETRYING = "the API server failed the first request, retrying"
+"""The event of the debug line ``okt run`` logs at each failure of its first request it retries (``-v``)."""
 WEBHOOK_PORT_HELD = (
     "another process holds it, another operator's webhook server perhaps: --webhook-port 0 serves them on a free "
     "port, --no-webhooks serves none"
@@ -75,8 +77,9 @@ def _server_version(client: kube_client.Client) -> str:
 
     One 503 or one reset connection at start-up must not stop an operator that would run fine a second later; a
     server that keeps failing, or that nobody answers for, is still reported as one line, which says how often it was
-    tried. The failures are logged only once the server answers (one warning line, how many and what they were):
-    logged as they came, a wrong address or proxy, failed in seconds, printed its own words twice above that line.
+    tried. The failures are warned of only once the server answers (one warning line, how many and what they were):
+    warned of as they came, a wrong address or proxy, failed in seconds, printed its own words twice above that line.
+    Each is a debug line as it comes, for whoever asks (``-v``) what the start waits for.
     """
     started = time.monotonic()
     failures = unreachable = 0
@@ -97,6 +100,11 @@ def _server_version(client: kube_client.Client) -> str:
                 tried = f"tried {failures} times in {time.monotonic() - started:.1f} s"
                 raise errors.ConfigurationError(f"cannot reach the Kubernetes API server: {exc} ({tried})") from exc
             failed.append(str(exc))
+            # Up to STARTUP_PATIENCE seconds of retries: said as they come at debug level, the warning waits for the
+            # answer.
+            structlog.get_logger("okt.run").debug(
+                STARTUP_RETRYING, error=str(exc), attempt=failures, retry_in=round(delay, 2)
+            )
             time.sleep(delay)
         except errors.Unauthorized as exc:  # it answered: what failed is who okt says it is
             raise errors.ConfigurationError(

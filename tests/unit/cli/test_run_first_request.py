@@ -7,6 +7,7 @@ import json
 import pathlib
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -49,7 +50,8 @@ class _StartingServer(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def kubeconfig(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
+def kubeconfig(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[pathlib.Path]:
+    monkeypatch.setattr(_StartingServer, "refused", 2)  # each test's server refuses its own first two
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _StartingServer)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     path = tmp_path / "kubeconfig"
@@ -64,19 +66,35 @@ def kubeconfig(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
     server.server_close()
 
 
+def _run(tmp_path: pathlib.Path, kubeconfig: pathlib.Path, *options: str) -> tuple[str, list[dict[str, Any]]]:
+    """``okt run`` against the starting server, its JSON log records: the start stops once past the first request."""
+    operator = tmp_path / "retried_operator.py"
+    # The start stops in its start-up hook, once past the first request and the version line.
+    operator.write_text(f"{OPERATOR}\n@okt.on_startup()\ndef stop(client):\n    raise RuntimeError('stop here')\n")
+    args = ["run", str(operator), "--kubeconfig", str(kubeconfig), "--skip-permission-check", *options]
+    result = CliRunner().invoke(cli_main.cli, [*args, "--log-format", "json", "--metrics-bind-address", "0"])
+    return result.output, [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
+
+
 def test_the_failures_of_the_first_request_are_one_warning_once_the_server_answers(
     tmp_path: pathlib.Path, kubeconfig: pathlib.Path
 ) -> None:
     # Each failure was its own warning as it came: a wrong address printed them above its one Error line too.
-    operator = tmp_path / "retried_operator.py"
-    # The start stops in its start-up hook, once past the first request and the version line.
-    operator.write_text(f"{OPERATOR}\n@okt.on_startup()\ndef stop(client):\n    raise RuntimeError('stop here')\n")
-    args = ["run", str(operator), "--kubeconfig", str(kubeconfig), "--skip-permission-check", "--log-format"]
-    result = CliRunner().invoke(cli_main.cli, [*args, "json", "--metrics-bind-address", "0"])
-
-    records = [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
+    output, records = _run(tmp_path, kubeconfig)
     [retried] = [r for r in records if r["event"] == run_mod.STARTUP_RETRIED]
     assert retried["level"] == "warning"
     assert retried["failures"] == 2
     assert retried["errors"] == ["GET /version -> 503 Service Unavailable: starting"]
-    assert result.output.index(run_mod.STARTUP_RETRIED) < result.output.index("okt: R on Kubernetes v1.20.2")
+    assert output.index(run_mod.STARTUP_RETRIED) < output.index("okt: R on Kubernetes v1.20.2")
+
+
+def test_each_retry_of_the_first_request_is_a_debug_line_as_it_comes(
+    tmp_path: pathlib.Path, kubeconfig: pathlib.Path
+) -> None:
+    # Up to 15 s of retries said nothing at all until the server answered, even with -v.
+    _, records = _run(tmp_path, kubeconfig, "-v")
+    retries = [r for r in records if r["event"] == run_mod.STARTUP_RETRYING]
+    assert [(r["level"], r["attempt"], r["error"]) for r in retries] == [
+        ("debug", 1, "GET /version -> 503 Service Unavailable: starting"),
+        ("debug", 2, "GET /version -> 503 Service Unavailable: starting"),
+    ]

@@ -338,8 +338,10 @@ class FakeClient(kube_client.Client):
         :attr:`stats`); returns it as stored. ``kind`` is served from now on; without it, the object's kind must be
         served already. As every write does, it fills in the defaults of :data:`okt.testing.defaults.DEFAULTS` and
         writes quantities in their canonical form (an object on a cluster has them, whoever wrote it: a reconcile's
-        first write of the spec it was given is no change, as there), and a Secret's ``stringData`` into its
-        ``data``. Nothing else is checked: no validation, no cluster IP nor node port allocated.
+        first write of the spec it was given is no change, as there), a Secret's ``stringData`` into its ``data``,
+        and a Job without a selector what its creation gives it (a selector of its own Pods, their labels on its
+        template: a later write of it is checked as the server checks a Job it holds). Nothing else is checked: no
+        validation, no cluster IP nor node port allocated.
 
         Raises:
             TypeError, ValueError: ``obj`` is not JSON, so no API server could hold it (see :func:`_received`), or a
@@ -347,7 +349,9 @@ class FakeClient(kube_client.Client):
         """
         if kind is not None:
             self.serve(kind)
-        return self._store(defaults.fill(_fold_string_data(_received(obj), _unstorable)))
+        stored = defaults.fill(_fold_string_data(_received(obj), _unstorable))
+        _select_own_pods(stored, checked=False)
+        return self._store(stored)
 
     def _store(self, stored: dict[str, Any]) -> dict[str, Any]:
         """Store ``stored``, decoded and defaulted, as a new object (or in place of the one of its key), given its
@@ -1071,16 +1075,21 @@ def _fold_string_data(obj: dict[str, Any], refused: Callable[[str], Exception]) 
     return obj
 
 
-def _select_own_pods(obj: dict[str, Any]) -> None:
+def _select_own_pods(obj: dict[str, Any], *, checked: bool = True) -> None:
     """Give a Job about to be created what Kubernetes 1.20 gives it: unless its ``spec.manualSelector`` is true, a
     selector of its own Pods (``controller-uid: <its uid>``, the uid it is given here), and those labels on its Pods'
     template (``controller-uid`` and ``job-name``, where the template names neither); then, where the Job has no
     labels, its template's (those it was given among them). Code reading a Job's labels, or selecting its Pods by
-    them, finds on the fake what it finds on a cluster."""
+    them, finds on the fake what it finds on a cluster.
+
+    Not ``checked`` (:meth:`FakeClient.put`, which stores an object as a cluster holds it and checks nothing): a Job
+    given a selector is left as it is, and one without is given what its creation gives it, nothing refused; a Job
+    written in a test's fixture without the selector the server makes would fail every later write of it as a
+    selector that does not select its template."""
     if (obj.get("apiVersion"), obj.get("kind")) != ("batch/v1", "Job") or not isinstance(obj.get("spec"), dict):
         return
-    spec, meta = obj["spec"], obj["metadata"]
-    if not isinstance(spec.get("template"), dict):
+    spec, meta = obj["spec"], obj.setdefault("metadata", {})
+    if not isinstance(spec.get("template"), dict) or not (checked or spec.get("selector") is None):
         return
     template = spec["template"]
     if not spec.get("manualSelector"):
@@ -1111,7 +1120,7 @@ def _select_own_pods(obj: dict[str, Any]) -> None:
                     "spec.selector",
                 )
             )
-        if causes:
+        if causes and checked:
             kind = kinds_mod.BUILTIN[("batch/v1", "Job")]
             found = [*metadata.causes(kind, meta, name=False), *causes, *validation.causes(kind, obj)]
             raise metadata.refusal(kind, obj, found)

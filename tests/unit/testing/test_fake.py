@@ -1964,3 +1964,26 @@ def test_a_job_whose_template_names_another_job_or_that_gives_a_selector_of_its_
     assert [cause.field for cause in other_job.value.causes] == ["spec.template.metadata.labels[job-name]"]
     assert [cause.field for cause in selected.value.causes] == ["spec.selector"]
     assert fake.objects(fake.kind_of(named)) == []
+
+
+def test_a_job_put_without_a_selector_is_held_as_created_and_takes_later_writes() -> None:
+    # put() stores an object as a cluster holds it: a Job put as a fixture is written without the selector the server
+    # gives it, and every patch, apply or update of it was then refused ("`selector` does not match template
+    # `labels`"), an answer no server gives.
+    fake = FakeClient()
+    put = fake.put(_named_job("a"))
+    kind = fake.kind_of(put)
+
+    patched = fake.patch(kind, "a", {"spec": {"parallelism": 2}}, "ns")
+    applied = fake.apply(_named_job("a", parallelism=3), field_manager="m")
+    replaced = fake.replace(kind, fake.get(kind, "a", "ns"))
+
+    uid = put["metadata"]["uid"]
+    assert put["spec"]["selector"] == {"matchLabels": {"controller-uid": uid}}
+    assert put["spec"]["template"]["metadata"]["labels"] == {"app": "a", "controller-uid": uid, "job-name": "a"}
+    assert (patched["spec"]["parallelism"], applied["spec"]["parallelism"]) == (2, 3)
+    assert replaced["spec"]["selector"] == put["spec"]["selector"]
+    # A Job put with a selector of its own is held as it was put, as any object put is.
+    given = fake.put(_named_job("b", selector={"matchLabels": {"app": "a"}}))
+    assert given["spec"]["selector"] == {"matchLabels": {"app": "a"}}
+    assert given["spec"]["template"]["metadata"]["labels"] == {"app": "a"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import queue
 import threading
+import types
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -147,10 +148,14 @@ class FakeApi:
         self._refuse()
         with self._lock:
             self.watches.append((kind.plural, namespace, resource_version))
+        # The answer as the client hands it over, as soon as its headers came, before any event: an informer that
+        # stops shuts its socket down (okt.kube.client.interrupt), which ends the stream, as the API server's does.
+        interrupted = threading.Event()
+        sock = types.SimpleNamespace(shutdown=lambda how: interrupted.set())
         if on_open is not None:
-            on_open(object())  # the client hands over the answer as soon as its headers came, before any event
+            on_open(types.SimpleNamespace(raw=types.SimpleNamespace(connection=types.SimpleNamespace(sock=sock))))
         stream = self.stream(kind, namespace)
-        while not self.closed.is_set():
+        while not self.closed.is_set() and not interrupted.is_set():
             try:
                 item = stream.get(timeout=0.02)
             except queue.Empty:

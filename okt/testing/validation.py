@@ -331,8 +331,11 @@ def _job_rules(*template: str) -> tuple[Rule | Each | TemplateMetadata, ...]:
     return (*_template_rules(*template), *_job_restart_rules(*template))
 
 
-_JOB_RULES = (_selector_rules("job")[2], *_job_rules("spec", "template"))
-"""A Job's: its selector (its own, or given with ``manualSelector``) selects its template's labels."""
+_JOB_SELECTOR_REQUIRED, _, _JOB_SELECTOR_SELECTS = _selector_rules("job")
+_JOB_RULES = (_JOB_SELECTOR_REQUIRED, _JOB_SELECTOR_SELECTS, *_job_rules("spec", "template"))
+"""A Job's: its selector (its own, or given with ``manualSelector``) is there and selects its template's labels. One
+left out with ``manualSelector`` is refused twice, as the server does: missing, and selecting nothing. An empty one
+selects everything, the template too: Kubernetes 1.20 keeps it."""
 
 
 _TEMPLATE_RULES = (*_template_rules("spec", "template"), _RESTART_RULE)

@@ -1137,6 +1137,9 @@ def job_labels(run: Run) -> None:
     run.step("selector given", c.create, job("s", selector={"matchLabels": {"app": "a"}}))
     manual_unselected = job("m", manualSelector=True, selector={"matchLabels": {"app": "b"}})
     _refusal(run, "manual selector not selecting", manual_unselected)
+    # A manual selector is not one made up by the server: one left out is refused as such, not as selecting nothing.
+    _refusal(run, "manual selector left out", job("n", manualSelector=True))
+    _refusal(run, "manual selector empty", job("p", manualSelector=True, selector={}))
     manual = job("e", manualSelector=True, selector={"matchLabels": {"app": "a"}})
     run.step("manual selector", lambda: shown(c.create(manual)))
     run.step("applied", lambda: shown(c.apply(job("f"), field_manager="a")))

@@ -1966,6 +1966,25 @@ def test_a_job_whose_template_names_another_job_or_that_gives_a_selector_of_its_
     assert fake.objects(fake.kind_of(named)) == []
 
 
+def test_a_job_with_a_manual_selector_left_out_is_refused_as_missing_one() -> None:
+    # The server is not asked to make up a manual selector: it answers one left out as required, then as selecting no
+    # labels of the template (a selector that is not there selects nothing).
+    fake = FakeClient()
+
+    with pytest.raises(errors.Invalid) as raised:
+        fake.create(_named_job("a", manualSelector=True))
+
+    assert [(cause.reason, cause.field, cause.message) for cause in raised.value.causes] == [
+        ("FieldValueRequired", "spec.selector", "Required value"),
+        (
+            "FieldValueInvalid",
+            "spec.template.metadata.labels",
+            'Invalid value: map[string]string{"app":"a"}: `selector` does not match template `labels`',
+        ),
+    ]
+    assert fake.objects(fake.kind_of(_named_job("a"))) == []
+
+
 def test_a_job_put_without_a_selector_is_held_as_created_and_takes_later_writes() -> None:
     # put() stores an object as a cluster holds it: a Job put as a fixture is written without the selector the server
     # gives it, and every patch, apply or update of it was then refused ("`selector` does not match template

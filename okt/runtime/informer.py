@@ -1376,8 +1376,17 @@ class Informer:
         del self._store[key]
 
     def _unindex_locked(self, key: StoreKey, packed: packing.Packed) -> None:
-        # An entry stored before an index add_indexers is building holds none of its values (the added come last).
-        for name, values in zip(self._indexers, packed.index, strict=False):
+        """Take ``key`` out of the indexes under the values its entry holds. An entry stored before an index
+        add_indexers is building holds the values of the indexes readable then alone (the added come last, all at
+        once); any other count is an entry out of step with the indexes, whose values would be left behind stale,
+        refused as zip's ``strict`` refuses it."""
+        held = len(packed.index)
+        if held != len(self._indexers) and held != len(self._readable):
+            raise ValueError(
+                f"a stored entry holds the values of {held} indexes: the store keeps {len(self._indexers)}, "
+                f"{len(self._readable)} of them readable"
+            )
+        for name, values in zip(self._indexers, packed.index, strict=False):  # the added ones left out, as said
             index = self._indexes[name]
             for value in values:
                 bucket = _bucket_without(index.get(value, ()), key)

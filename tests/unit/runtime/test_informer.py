@@ -1032,6 +1032,27 @@ def test_an_index_whose_function_raises_while_it_is_added_is_not_kept_and_can_be
     assert [o["metadata"]["name"] for o in informer.by_index("teams", "y")] == ["c"]
 
 
+def test_a_stored_entry_out_of_step_with_the_indexes_is_refused_when_it_is_replaced(
+    api: Any, start: Any, obj: Obj
+) -> None:
+    """Only an entry stored before an index being added lacks values (that index's): one holding fewer than the
+    indexes kept, outside an addition, is a fault that would leave its values in the index it lacks, stale. Replacing
+    it is refused, the store and the indexes left as they were."""
+    api.put(CM, obj(CM, "a", labels={"team": "x"}))
+    informer = start(
+        indexers={"names": lambda o: [o["metadata"]["name"]], "teams": lambda o: [o["metadata"]["labels"]["team"]]}
+    )
+    (entry,) = informer.index_held("names", "a")
+    entry.keep_index(1)  # the values of "names" alone
+    mine = api.put(CM, obj(CM, "a", labels={"team": "y"}))
+
+    with pytest.raises(ValueError, match="a stored entry holds the values of 1 indexes: the store keeps 2, 2 of them"):
+        informer.observe(mine)
+
+    assert informer.index_held("teams", "x") == (entry,)
+    assert informer.by_index("teams", "y") == []
+
+
 def test_a_deleted_event_removes_the_object_and_its_index_entries(
     api: Any, recorder: Any, start: Any, obj: Obj
 ) -> None:

@@ -8,7 +8,11 @@ the stream of an invocation long over.
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import logging
+import pathlib
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -28,3 +32,24 @@ def logging_as_it_was() -> Iterator[None]:
     for handler in [h for h in root.handlers if isinstance(h, logs._StandardHandler) and h not in handlers]:
         root.removeHandler(handler)
         handler.close()
+
+
+@contextlib.contextmanager
+def served_kubeconfig(
+    tmp_path: pathlib.Path, handler: type[http.server.BaseHTTPRequestHandler]
+) -> Iterator[pathlib.Path]:
+    """A kubeconfig naming an API server of ``handler``'s answers, served on a free local port for the block."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{server.server_address[1]}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n"
+    )
+    try:
+        yield path
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.server
 import json
 import pathlib
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +13,7 @@ from click.testing import CliRunner
 
 from okt.cli import main as cli_main
 from okt.cli import run as run_mod
+from tests.unit.cli.conftest import served_kubeconfig
 
 OPERATOR = "import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n"
 VERSION = {"major": "1", "minor": "20", "gitVersion": "v1.20.2"}
@@ -52,18 +52,8 @@ class _StartingServer(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def kubeconfig(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[pathlib.Path]:
     monkeypatch.setattr(_StartingServer, "refused", 2)  # each test's server refuses its own first two
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _StartingServer)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        "apiVersion: v1\nkind: Config\n"
-        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{server.server_address[1]}'}}}}]\n"
-        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
-        "current-context: x\n"
-    )
-    yield path
-    server.shutdown()
-    server.server_close()
+    with served_kubeconfig(tmp_path, _StartingServer) as path:
+        yield path
 
 
 def _run(tmp_path: pathlib.Path, kubeconfig: pathlib.Path, *options: str) -> tuple[str, list[dict[str, Any]]]:

@@ -7,13 +7,13 @@ import http.server
 import json
 import pathlib
 import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
 
 from okt.cli import main as cli_main
+from tests.unit.cli.conftest import served_kubeconfig
 
 OPERATOR = "import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n"
 
@@ -46,18 +46,8 @@ class _VersionOnly(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def kubeconfig(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _VersionOnly)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        "apiVersion: v1\nkind: Config\n"
-        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{server.server_address[1]}'}}}}]\n"
-        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
-        "current-context: x\n"
-    )
-    yield path
-    server.shutdown()
-    server.server_close()
+    with served_kubeconfig(tmp_path, _VersionOnly) as path:
+        yield path
 
 
 def run(tmp_path: pathlib.Path, kubeconfig: pathlib.Path, address: str, *more: str) -> tuple[int, str]:

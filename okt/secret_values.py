@@ -23,9 +23,9 @@ Guarantees:
 Caveats: a value shorter than :data:`SHORTEST` is not left out (``"1"`` or ``"yes"`` would be taken out of every word
 of the message holding them); a value transformed before it is quoted (upper-cased, split, hashed) is not recognised;
 a Secret read by other means than okt's client (a file mounted in the operator's pod) is not known. An index function
-runs in no block (it runs for every object of every event, and is given the object alone): a watched Secret it fails
-on is held for what is said of that failure only (:func:`okt.reconciler.watches.said_of`), a Secret it reads through a
-client of its own is not known.
+and a filter (``when(obj)``) run in no block (they run for every object of every event, and are given the object
+alone): a Secret they fail on is held for what is said of that failure only (:class:`given`), a Secret an index
+function reads through a client of its own is not known.
 """
 
 from __future__ import annotations
@@ -68,6 +68,26 @@ class held:  # noqa: N801 - used as a function: ``with secret_values.held():``
     def __exit__(self, *exc_info: object) -> None:
         if self._token is not None:
             _record.reset(self._token)
+
+
+class given(held):  # noqa: N801 - used as a function: ``with secret_values.given(obj):``
+    """A block (:class:`held`) holding the values of ``obj`` when it is a Secret: what is said inside it of a failure
+    of the operator's function that was given ``obj`` — a filter (``when``), an index function, a watch's mapping —
+    leaves them out, whatever thread it runs on.
+
+    Entered where the failure is said, not around each call: those functions run for every object of every event,
+    and the object they were given is all okt knows they read (a mapping's reads through ``ctx.reader`` have a block
+    of their own: :func:`okt.reconciler.watches.keys_for_event`)."""
+
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj: Mapping[str, Any]) -> None:
+        self._obj = obj
+
+    def __enter__(self) -> set[str]:
+        record = super().__enter__()
+        hold(str(self._obj.get("apiVersion")), str(self._obj.get("kind")), (self._obj,))
+        return record
 
 
 def hold(api_version: str, kind: str, objects: Iterable[Mapping[str, Any]]) -> None:

@@ -31,7 +31,7 @@ from typing import Any, cast
 
 import structlog
 
-from okt import errors
+from okt import errors, secret_values
 from okt.kube import selectors
 
 When = Callable[[Mapping[str, Any]], object]
@@ -137,7 +137,7 @@ class Raised:
         key = (uid, name)
         try:
             passed = filter_.passes(obj)
-        except Exception as exc:
+        except BaseException as exc:  # any: a daemon's is called on the informer's thread, which one would end
             with self._lock:
                 first = key not in self._keys
                 if first:
@@ -145,12 +145,15 @@ class Raised:
                         self._keys.clear()
                     self._keys.add(key)
             if first:
-                log.error(
-                    f"when() of a {what} raised: the object does not pass its filter",
-                    **{what: name},
-                    error=errors.said(exc),
-                    **errors.where_raised(exc),
-                )
+                # The object may be a Secret (a reconciler of Secrets): its values are left out of what is said, the
+                # traceback included (a daemon's filter runs at an event, in no block of okt.secret_values).
+                with secret_values.given(obj):
+                    log.error(
+                        f"when() of a {what} raised: the object does not pass its filter",
+                        **{what: name},
+                        error=errors.said(exc),
+                        **errors.where_raised(exc),
+                    )
             return False
         with self._lock:
             self._keys.discard(key)

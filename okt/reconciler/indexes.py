@@ -254,7 +254,7 @@ class Indexer:
         who = str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
         try:
             result = self.function(obj)
-        except Exception as exc:
+        except BaseException as exc:  # any: see watches.safe_index
             self._raised_for(who, obj, exc)
             return ()
         with self._lock:
@@ -283,7 +283,7 @@ class Indexer:
                 self._failed()
         return kept
 
-    def _raised_for(self, who: str, obj: Mapping[str, Any], exc: Exception) -> None:
+    def _raised_for(self, who: str, obj: Mapping[str, Any], exc: BaseException) -> None:
         meta = obj.get("metadata") or {}
         with self._lock:
             said = who in self._raised

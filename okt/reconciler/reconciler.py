@@ -323,15 +323,18 @@ class Reconciler:
         instead (see :func:`selects_or_raises`)."""
         try:
             return _filters_pass(self, obj)
-        except Exception as exc:
+        # Any exception, one that is no Exception too (it ended the informer's thread, and Python printed its text).
+        except BaseException as exc:
             meta = obj.get("metadata") or {}
             # A bug of when() must not stop the watch (the informer would relist forever): the object is left out.
+            # Said as an index function's failure is: the object it was given may be a Secret (a reconciler of
+            # Secrets), whose values are left out (okt.secret_values).
             _log.warning(
                 "when() raised: the object is left out",
                 reconciler=type(self).__name__,
                 name=meta.get("name"),
                 namespace=meta.get("namespace"),
-                error=f"{type(exc).__name__}: {exc}",
+                error=watches_mod.said_of(exc, obj),
             )
             return False
 

@@ -192,7 +192,9 @@ def safe_index(
                 kept.append(index_key(value))
             except TypeError as exc:
                 refused.append(exc)
-    except Exception as exc:
+    # Any exception, SystemExit or one of the operator's own BaseException's too: one escaping would end the
+    # informer's thread (the kind's cache stops), and Python's own last word on it quotes the text said_of leaves out.
+    except BaseException as exc:
         structlog.get_logger("okt.watches").warning(
             "an index function raised: the object is left out of the index",
             name=meta.get("name"),
@@ -216,15 +218,15 @@ def safe_index(
 
 
 def said_of(exc: BaseException, obj: Mapping[str, Any]) -> str:
-    """``exc``, raised by an index or mapping function given ``obj``, as :func:`okt.errors.said` says it — ``obj``'s
-    values left out when it is a Secret (:mod:`okt.secret_values`: an index of Secrets, a mapping of a watched Secret,
-    that fails on a value, ``int(...)`` of a port that is none, quotes it).
+    """``exc``, raised by an index, mapping or filter function given ``obj``, as :func:`okt.errors.said` says it —
+    ``obj``'s values left out when it is a Secret (:mod:`okt.secret_values`: an index of Secrets, a mapping of a
+    watched Secret, a reconciler's ``when`` of its Secrets, that fails on a value, ``int(...)`` of a port that is none,
+    quotes it).
 
     Why only on failure: an index function runs for every object of every event, and a block around each call would
     cost every event what only a failure needs (a Secret read through a client there is the rare case, see
     :func:`keys_for_event` for a mapping's reads)."""
-    with secret_values.held():
-        secret_values.hold(str(obj.get("apiVersion")), str(obj.get("kind")), (obj,))
+    with secret_values.given(obj):
         return errors.said(exc)
 
 
@@ -306,7 +308,7 @@ class MapContext:
 
 def keys_of(
     result: MapResult | None, namespaced: bool, kind: kinds.Kind | None = None
-) -> tuple[list[Key], list[Exception]]:
+) -> tuple[list[Key], list[BaseException]]:
     """The distinct keys a mapping function returned (objects turned into their keys), in order, and what was wrong
     with the rest: an item that is not a key is left out, never the keys beside it (a primary one bad item kept from
     its reconcile would wait, silently, for a change that may never come).
@@ -323,7 +325,7 @@ def keys_of(
     if wrong is not None:
         return [], [wrong]
     found: dict[Key, None] = {}
-    problems: list[Exception] = []
+    problems: list[BaseException] = []
     try:
         for item in result or ():
             try:
@@ -332,7 +334,7 @@ def keys_of(
                 problems.append(exc)
                 continue
             found[key] = None
-    except Exception as exc:
+    except BaseException as exc:  # as a mapping's own raising (see keys_for_event)
         problems.append(exc)
     return list(found), problems
 
@@ -432,7 +434,9 @@ def keys_for_event(
         for version in (obj,) if old is None or unchanged else (obj, old):
             try:
                 keys, problems = keys_of(watched.map(version, ctx), ctx.kind.namespaced, ctx.kind)
-            except Exception as exc:
+            # Any exception: one that is no Exception (SystemExit, the operator's own) escaped the block, and the
+            # mapping thread said it with the values the block leaves out.
+            except BaseException as exc:
                 keys, problems = [], [exc]
             found.update(dict.fromkeys(keys))
             if problems:

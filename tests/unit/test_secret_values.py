@@ -14,7 +14,7 @@ import structlog.testing
 import okt
 from okt import errors, secret_values
 from okt.kube import fence, kinds
-from okt.reconciler import admission, conversion, indexes, watches
+from okt.reconciler import admission, conversion, handler_filters, indexes, watches
 from okt.runtime import cleanup, daemons, probes
 from okt.testing import FakeClient, condition
 
@@ -299,6 +299,57 @@ def test_a_mapping_of_a_watched_secret_failing_on_its_value_is_logged_without_it
 
     assert keys == []
     assert [line["error"] for line in logged] == ["KeyError: '(a Secret's value, left out)'"], logged
+    assert PASSWORD not in repr(logged)
+
+
+class Stopped(BaseException):
+    """No ``Exception``: the operator's own, as ``SystemExit`` would be."""
+
+
+def test_an_index_function_or_mapping_raising_no_exception_on_a_secret_s_value_is_logged_without_it() -> None:
+    """One that is no ``Exception`` is said as one is, in the Secret's block, and the object left out: it escaped,
+    ended the informer's thread, and Python's own last word (or the mapping thread's line) quoted the value."""
+
+    def port(obj: Mapping[str, Any]) -> list[int]:
+        raise Stopped(f"no port {obj['data']['password']}")
+
+    def primaries(obj: Mapping[str, Any], ctx: watches.MapContext) -> list[tuple[str, str]]:
+        raise Stopped(f"no port {obj['data']['password']}")
+
+    with structlog.testing.capture_logs() as logged:
+        assert watches.safe_index(port, SECRET) == ()
+        assert indexes.Indexer("ports", port)(SECRET) == ()
+        ctx = watches.MapContext(WIDGET, FakeClient(), structlog.get_logger("t"), find=lambda name, value: [])
+        assert watches.keys_for_event(watches.watch(SECRET_KIND, map=primaries), "ADDED", SECRET, None, ctx) == []
+
+    assert [line["error"] for line in logged] == ["Stopped: no port (a Secret's value, left out)"] * 3, logged
+    assert SECRET["data"]["password"] not in repr(logged)
+
+
+class Logins(okt.Reconciler):
+    """A reconciler of Secrets whose filter fails on the value of the Secret they are given."""
+
+    api_version = "v1"
+    kind = "Secret"
+    status = "annotations"
+
+    def when(self, obj: Mapping[str, Any]) -> bool:
+        return int(base64.b64decode(obj["data"]["password"]).decode()) > 0
+
+
+def test_a_filter_failing_on_the_value_of_the_secret_it_is_given_is_logged_without_it() -> None:
+    """``when(obj)`` of a reconciler of Secrets, and of its daemon, runs at each event, in no block: the Secret it
+    was given is held for what is said of its failure, a traceback included."""
+    filter_ = handler_filters.declare("@okt.daemon", when=Logins().when)
+    assert filter_ is not None
+
+    with structlog.testing.capture_logs() as logged:
+        assert Logins().selects(SECRET) is False
+        raised = handler_filters.Raised()
+        assert raised.passes(filter_, SECRET, "u1", "follow", structlog.get_logger("t"), "daemon") is False
+
+    assert [line["error"] for line in logged] == [SAID, SAID], logged
+    assert "exc_info" not in logged[1] and SAID in logged[1]["stack"], logged[1]
     assert PASSWORD not in repr(logged)
 
 

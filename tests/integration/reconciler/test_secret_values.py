@@ -9,11 +9,12 @@ from __future__ import annotations
 import base64
 import functools
 import io
+import json
 import logging
 import secrets
 import threading
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import pydantic
 import pytest
@@ -25,8 +26,9 @@ from okt.kube import kinds
 from okt.reconciler import watches
 from okt.runtime import backoff, logs, startup
 from okt.runtime import cache as cache_mod
+from okt.runtime import manager as manager_mod
 from okt.status import events
-from okt.testing import condition, crds
+from okt.testing import condition, crds, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -180,3 +182,108 @@ def test_an_invalid_dockerconfigjson_is_refused_without_the_character_of_it_the_
             "422 Invalid: data[.dockerconfigjson]: invalid value: invalid character looking for beginning of value"
         ), said
         assert "'h'" not in said, said
+
+
+class Stopped(BaseException):
+    """Not an ``Exception``: raised by the operator's code, as ``SystemExit`` or ``KeyboardInterrupt`` would be."""
+
+
+class Logins(okt.Reconciler):
+    """Secrets, a built-in primary, filtered by a ``when`` that fails on the value of the Secret it is given."""
+
+    api_version = "v1"
+    kind = "Secret"
+    status = "annotations"
+    raises: ClassVar[type[BaseException]] = ValueError
+
+    def when(self, obj: Mapping[str, Any]) -> bool:
+        data = obj.get("data") or {}
+        if "password" in data:
+            raise self.raises(f"bad {data['password']}")  # the value as stored, in base64
+        return False
+
+
+def no_vault(secret: Mapping[str, Any], ctx: watches.MapContext) -> list[tuple[str, str]]:
+    raise Stopped(f"no vault for {secret['data']['password']}")
+
+
+def no_index(secret: Mapping[str, Any]) -> list[str]:
+    raise Stopped(f"no index for {secret['data']['password']}")
+
+
+class VaultsOfSecrets(Vault):
+    """Vaults reconciled by a watch of Secrets whose mapping fails on the value of the Secret it is given, with an
+    exception that is no ``Exception``."""
+
+    watches = (okt.watch("secrets", map=no_vault),)
+
+
+class VaultsIndexingSecrets(Vault):
+    """Vaults keeping an index of the Secrets whose function fails so."""
+
+    watches = (okt.watch("secrets", indexes={"password": no_index}),)
+
+
+def run_manager(kube: kube_client.Client, namespace: str, reconciler: type[okt.Reconciler]) -> manager_mod.Manager:
+    manager = manager_mod.Manager(kube, [reconciler], namespaces=[namespace], metrics_bind="0", grace_period=5)
+    manager.start()
+    return manager
+
+
+@pytest.mark.parametrize("raises", [ValueError, Stopped], ids=["exception", "base-exception"])
+def test_a_when_failing_on_the_value_of_the_secret_it_is_given_is_logged_without_the_value(
+    kube: kube_client.Client, namespace: str, logged: io.StringIO, raises: type[BaseException]
+) -> None:
+    """``when(obj)`` runs on the informer's thread, in no block: the Secret it is given (the primary itself) is held
+    for what is said of its failure, and one that raises no ``Exception`` is said alike (it ended the informer)."""
+    Logins.raises = raises
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "login", "namespace": namespace}}
+    kube.create({**secret, "stringData": {"password": PASSWORD}})
+    manager = run_manager(kube, namespace, Logins)
+    try:
+        wait_for(lambda: '"when() raised' in logged.getvalue(), timeout=20, message="the failure of when() logged")
+    finally:
+        manager.stop()
+        manager.join(15)
+
+    log = logged.getvalue()
+    assert PASSWORD not in log and base64.b64encode(PASSWORD.encode()).decode() not in log, log
+    line = next(json.loads(text) for text in log.splitlines() if '"when() raised' in text)
+    assert line["error"] == f"{raises.__name__}: bad (a Secret's value, left out)", line
+
+
+@pytest.mark.parametrize(
+    ("reconciler", "said", "error"),
+    [
+        (VaultsOfSecrets, "a watch's mapping function raised", "Stopped: no vault for (a Secret's value, left out)"),
+        (VaultsIndexingSecrets, "an index function raised", "Stopped: no index for (a Secret's value, left out)"),
+    ],
+    ids=["mapping", "index"],
+)
+def test_a_mapping_or_index_raising_no_exception_on_a_watched_secret_s_value_is_logged_without_it(
+    kube: kube_client.Client,
+    vault_kind: kinds.Kind,
+    namespace: str,
+    logged: io.StringIO,
+    reconciler: type[okt.Reconciler],
+    said: str,
+    error: str,
+) -> None:
+    """A ``BaseException`` of a mapping, or of an index function, given a watched Secret is said as an ``Exception``
+    is, in the Secret's block: neither the controller's mapping thread nor the informer's says it outside (the
+    informer's ended, and Python printed its traceback, the value in it)."""
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "login", "namespace": namespace}}
+    kube.create({**secret, "stringData": {"password": PASSWORD}})
+    manager = run_manager(kube, namespace, reconciler)
+    try:
+        # The controller's mapping thread said what escaped the mapping, when anything did.
+        told = (f'"{said}', '"mapping a watched object\'s event failed"')
+        wait_for(lambda: any(t in logged.getvalue() for t in told), timeout=20, message="the failure logged")
+    finally:
+        manager.stop()
+        manager.join(15)
+
+    log = logged.getvalue()
+    assert PASSWORD not in log and base64.b64encode(PASSWORD.encode()).decode() not in log, log
+    line = next(json.loads(text) for text in log.splitlines() if f'"{said}' in text)
+    assert line["error"] == error, line

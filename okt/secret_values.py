@@ -25,7 +25,7 @@ of the message holding them); a value transformed before it is quoted (upper-cas
 a Secret read by other means than okt's client (a file mounted in the operator's pod) is not known. An index function
 and a filter (``when(obj)``) run in no block (they run for every object of every event, and are given the object
 alone): a Secret they fail on is held for what is said of that failure only (:class:`given`), a Secret an index
-function reads through a client of its own is not known.
+function reads through a client of its own, okt's or another, is not known.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+import types
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -615,6 +616,29 @@ def time_error(text: str) -> str | None:
     return None
 
 
+_JSON_TYPES: tuple[tuple[type | types.UnionType, str], ...] = (
+    (bool, "bool"),
+    (int | float, "number"),
+    (Mapping, "object"),
+    (list, "array"),
+)
+"""How Go's ``encoding/json`` names each JSON type but a string, where it expects one (a bool before a number: a
+Python bool is an int)."""
+
+
+def _time_refused(value: Any) -> str | None:
+    """Why the API server cannot decode ``value`` as a ``metav1.Time``, in its words, or None (``null`` is no time,
+    and taken): a string Go's ``time.Parse`` refuses (:func:`time_error`), or a value of another JSON type, which the
+    time's decoding reads as a string first (``json: cannot unmarshal number into Go value of type string``: a
+    ``creationTimestamp: 5``, a ``startTime: 1.5``)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return time_error(value)
+    named = next((name for held, name in _JSON_TYPES if isinstance(value, held)), "object")
+    return f"json: cannot unmarshal {named} into Go value of type string"
+
+
 _META_FIELDS = {
     "uid": "UID",
     **{
@@ -682,7 +706,7 @@ def _time_paths(kind: kinds.Kind, obj: Mapping[str, Any], part: str) -> Iterator
         # the decoder leaves.
         keys = sorted(held)
         for field, _ in _OBJECT_TIMES:
-            if isinstance(held.get(field), str) and (why := time_error(held[field])) is not None:
+            if (why := _time_refused(held.get(field))) is not None:
                 read = [field]
                 for key in keys[keys.index(field) + 1 :]:
                     if isinstance(held[key], Mapping | list):
@@ -694,18 +718,18 @@ def _time_paths(kind: kinds.Kind, obj: Mapping[str, Any], part: str) -> Iterator
         return
     if part == "metadata":
         for field, name in _OBJECT_TIMES:
-            if isinstance(held.get(field), str) and (why := time_error(held[field])) is not None:
+            if (why := _time_refused(held.get(field))) is not None:
                 yield f"{version}.{kind.kind}.ObjectMeta: v1.ObjectMeta.{name}", why
         return
     at = f"{version}.{kind.kind}.Status: {version}.{kind.kind}Status"
     for field, name in _STATUS_TIMES.get((kind.api_version, kind.kind), ()):
-        if isinstance(held.get(field), str) and (why := time_error(held[field])) is not None:
+        if (why := _time_refused(held.get(field))) is not None:
             yield f"{at}.{name}", why
     condition, times = _CONDITION_TIMES.get((kind.api_version, kind.kind), ("", ()))
     for item in held.get("conditions") or () if isinstance(held.get("conditions"), list) else ():
         for field, name in times:
             value = item.get(field) if isinstance(item, Mapping) else None
-            if isinstance(value, str) and (why := time_error(value)) is not None:
+            if (why := _time_refused(value)) is not None:
                 yield f"{at}.Conditions: []{version}.{condition}: {version}.{condition}.{name}", why
 
 

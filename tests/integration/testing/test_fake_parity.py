@@ -1094,9 +1094,34 @@ def undecodable_times(run: Run) -> None:
     _attempt(run, "update custom resource", c.replace, WIDGET, {**live, "metadata": meta})
     run.step("patch custom resource", lambda: c.patch(WIDGET, "v", {"metadata": {"creationTimestamp": "soon"}}, run.ns))
     run.step("get custom resource", lambda: c.get(WIDGET, "w", run.ns))
+    # A time written as a JSON number (or another JSON type than a string) is none either.
+    for value in [5, 1.5, 0, True, {"seconds": 5}]:
+        name = f"n{len(run.transcript)}"
+        _attempt(run, f"create {value!r}", c.create, run.cm(name) | _timed(run, name, value))
+    _attempt(run, "apply a number", c.apply, run.cm("a") | _timed(run, "a", 5), field_manager="a")
+    live = c.get(CONFIG_MAP, "c", run.ns)
+    _attempt(
+        run,
+        "update a number",
+        c.replace,
+        CONFIG_MAP,
+        {**live, "metadata": {**live["metadata"], "creationTimestamp": 5}},
+    )
+    run.step("merge patch a number", lambda: c.patch(CONFIG_MAP, "c", {"metadata": {"creationTimestamp": 5}}, run.ns))
+    job = _pod_workload(run, "Job", {"restartPolicy": "Never"})
+    job["metadata"]["name"] = "j"
+    _attempt(run, "create Job startTime 1.5", c.create, {**job, "status": {"startTime": 1.5}})
+    _attempt(run, "apply Job startTime 1.5", c.apply, {**job, "status": {"startTime": 1.5}}, field_manager="a")
+    status = {"status": {"conditions": [{"type": "Complete", "status": "True", "lastTransitionTime": 0}]}}
+    run.step("patch Job status a number", lambda: c.patch(JOB, "w", status, run.ns, subresource="status"))
+    widget = run.widget("n", {"size": 1})
+    widget["metadata"]["creationTimestamp"] = 5
+    _attempt(run, "create custom resource a number", c.create, widget)
+    _attempt(run, "apply custom resource a number", c.apply, widget, field_manager="a")
+    run.step("get custom resource a number", lambda: c.get(WIDGET, "n", run.ns))
 
 
-def _timed(run: Run, name: str, value: str | None) -> dict[str, Any]:
+def _timed(run: Run, name: str, value: Any) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": run.ns, "creationTimestamp": value}}
 
 

@@ -2006,3 +2006,42 @@ def test_a_job_put_without_a_selector_is_held_as_created_and_takes_later_writes(
     given = fake.put(_named_job("b", selector={"matchLabels": {"app": "a"}}))
     assert given["spec"]["selector"] == {"matchLabels": {"app": "a"}}
     assert given["spec"]["template"]["metadata"]["labels"] == {"app": "a"}
+
+
+def test_a_time_written_as_a_json_number_is_refused_as_one_that_is_none() -> None:
+    # metav1.Time reads a string: a number (a bool, an object) is refused as Go's JSON decoding refuses it.
+    fake = FakeClient()
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns", "creationTimestamp": 5}}
+    job = _named_job("j")
+    no_string = "json: cannot unmarshal number into Go value of type string"
+
+    with pytest.raises(errors.BadRequest) as created:
+        fake.create(cm)
+    with pytest.raises(errors.Invalid) as applied:
+        fake.apply(cm, field_manager="m")
+    with pytest.raises(errors.BadRequest) as started:
+        fake.create({**job, "status": {"startTime": 1.5}})
+    fake.create(job)
+    condition = {"type": "Complete", "status": "True", "lastTransitionTime": 0}
+    with pytest.raises(errors.Invalid) as patched:
+        fake.patch(fake.kind_of(job), "j", {"status": {"conditions": [condition]}}, "ns", subresource="status")
+    with pytest.raises(errors.BadRequest) as flagged:
+        fake.create({**cm, "metadata": {**cm["metadata"], "creationTimestamp": True}})
+
+    assert created.value.api_message == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: v1.ConfigMap.ObjectMeta: '
+        f"v1.ObjectMeta.CreationTimestamp: unmarshalerDecoder: {no_string}, error found in #10 byte of the request "
+        "(its text left out)"
+    )
+    assert (applied.value.status, applied.value.api_message) == (
+        500,
+        "failed to convert new object to proper version: unable to convert unstructured object to /v1, "
+        f"Kind=ConfigMap: {no_string}",
+    )
+    assert f"v1.Job.Status: v1.JobStatus.StartTime: unmarshalerDecoder: {no_string}," in started.value.api_message
+    assert (
+        f"[]v1.JobCondition: v1.JobCondition.LastTransitionTime: unmarshalerDecoder: {no_string}"
+        in patched.value.api_message
+    )
+    assert "unmarshalerDecoder: json: cannot unmarshal bool into Go value of type string" in flagged.value.api_message
+    assert fake.objects(kinds.CONFIG_MAP) == []

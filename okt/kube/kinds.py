@@ -176,6 +176,7 @@ _BUILTIN: tuple[Kind, ...] = (
     Kind("policy/v1beta1", "PodDisruptionBudget", "poddisruptionbudgets"),
     Kind("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
     Kind("autoscaling/v2beta2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
+    Kind("autoscaling/v2beta1", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
     Kind("rbac.authorization.k8s.io/v1", "Role", "roles"),
     Kind("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings"),
     Kind("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", namespaced=False),

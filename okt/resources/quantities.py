@@ -50,11 +50,14 @@ def convert_quantities(body: dict[str, Any], convert: Callable[[Any], Any]) -> N
     if body.get("kind") == "HorizontalPodAutoscaler" and isinstance(spec.get("metrics"), list):
         # Each metric's source (``resource``, ``pods``, ``object``, ``external``, ``containerResource``): the
         # ``target``'s ``value``/``averageValue`` (v2, v2beta2), or its ``targetValue``/``targetAverageValue``
-        # (v2beta1).
+        # (v2beta1; an ``object`` source's ``averageValue`` too).
         metrics = [metric for metric in spec["metrics"] if isinstance(metric, dict)]
         for source in [source for metric in metrics for source in metric.values() if isinstance(source, dict)]:
             target = source.get("target")
-            for holder, keys in ((target, ("value", "averageValue")), (source, ("targetValue", "targetAverageValue"))):
+            for holder, keys in (
+                (target, ("value", "averageValue")),
+                (source, ("targetValue", "targetAverageValue", "averageValue")),
+            ):
                 if isinstance(holder, dict):
                     for key in keys:
                         if key in holder:

@@ -126,11 +126,13 @@ What it does as the API server does:
 * a value of the right JSON type the server cannot decode into its kind's Go object is refused as each verb refuses
   it: a Secret's ``data`` that is not base64, a quantity that is none (a container's ``resources`` in a Pod, a
   PodTemplate or a workload's template, a CronJob's job template, a ResourceQuota's ``hard``, a LimitRange's limits, a
-  PersistentVolumeClaim's ``resources``, a HorizontalPodAutoscaler's targets; an apply's check covers every quantity of
-  Kubernetes' own kinds), a time that is none in one of Kubernetes' own kinds (``creationTimestamp: yesterday``, a
-  Job's ``status.startTime``, a condition's ``lastTransitionTime``: ``parsing time "yesterday" as
-  "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006"``, :func:`okt.testing.validation.time_error`; a
-  custom resource's ``metadata`` too, but by an apply, which Kubernetes 1.20 lets store it) — an apply's 500 on
+  PersistentVolumeClaim's ``resources``, a HorizontalPodAutoscaler's targets, ``autoscaling/v2beta1``'s too; an
+  apply's check covers every quantity of Kubernetes' own kinds), a time that is none in one of Kubernetes' own kinds
+  (``creationTimestamp: yesterday``, a Job's ``status.startTime``, a condition's ``lastTransitionTime``: ``parsing
+  time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006"``,
+  :func:`okt.testing.validation.time_error`; one written as a JSON number, ``json: cannot unmarshal number into Go
+  value of type string``; a custom resource's ``metadata`` too, but by an apply, which Kubernetes 1.20 lets store
+  it) — an apply's 500 on
   Kubernetes 1.20 (``failed to convert new object to proper version: unable to convert unstructured object to /v1,
   Kind=Secret: error decoding from json: illegal base64 data at input byte 3``,
   :func:`okt.testing.validation.check_decodable`), a create's or an update's 400 (``Pod in version "v1" cannot be

@@ -855,7 +855,7 @@ def undecodable_path(kind: kinds.Kind, obj: Mapping[str, Any]) -> str | None:
                 )
     if (
         kind.kind == "HorizontalPodAutoscaler"
-        and kind.api_version in _METRIC_SOURCES
+        and kind.api_version in (*_METRIC_SOURCES, "autoscaling/v2beta1")
         and isinstance(spec, Mapping)
         and (found := _metric_error(kind.api_version.rpartition("/")[2], spec.get("metrics"))) is not None
     ):
@@ -877,21 +877,45 @@ _METRIC_SOURCES = {
 }
 """The sources of a HorizontalPodAutoscaler's metric whose ``target`` holds quantities: each field of a metric, its Go
 name and its Go type."""
+_OLDER_METRIC_SOURCES = {
+    "resource": ("Resource", "ResourceMetricSource", ("targetAverageValue",)),
+    "pods": ("Pods", "PodsMetricSource", ("targetAverageValue",)),
+    "object": ("Object", "ObjectMetricSource", ("targetValue", "averageValue")),
+    "external": ("External", "ExternalMetricSource", ("targetValue", "targetAverageValue")),
+    "containerResource": ("ContainerResource", "ContainerResourceMetricSource", ("targetAverageValue",)),
+}
+"""The sources of an ``autoscaling/v2beta1`` HorizontalPodAutoscaler's metric, whose quantities are fields of the
+source itself (no ``target``): each field of a metric, its Go name, its Go type and its fields that are quantities."""
 
 
 def _metric_error(version: str, metrics: Any) -> str | None:
     """The path and the error of the first quantity of a HorizontalPodAutoscaler's ``metrics`` that is none (a
-    target's ``value`` or ``averageValue``), as the API server's JSON decoding names it, or None."""
+    target's ``value`` or ``averageValue``; in ``v2beta1``, a source's ``targetValue``, ``targetAverageValue`` or
+    ``averageValue``), as the API server's JSON decoding names it, or None."""
+    at = (
+        f"{version}.HorizontalPodAutoscaler.Spec: {version}.HorizontalPodAutoscalerSpec.Metrics: []{version}.MetricSpec"
+    )
     for metric in metrics if isinstance(metrics, list) else ():
+        if not isinstance(metric, Mapping):
+            continue
+        if version == "v2beta1":
+            for field, (name, source, quantity_fields) in _OLDER_METRIC_SOURCES.items():
+                held = metric.get(field)
+                for key, value in held.items() if isinstance(held, Mapping) else ():
+                    if key in quantity_fields and isinstance(value, str) and (why := quantity_error(value)):
+                        go_key = key[0].upper() + key[1:]
+                        return (
+                            f"{at}: {version}.MetricSpec.{name}: {version}.{source}.{go_key}: unmarshalerDecoder: {why}"
+                        )
+            continue
         for field, (name, source) in _METRIC_SOURCES[f"autoscaling/{version}"].items():
-            target = (metric.get(field) or {}).get("target") if isinstance(metric, Mapping) else None
+            target = (metric.get(field) or {}).get("target")
             if not isinstance(target, Mapping) or not isinstance(metric.get(field), Mapping):
                 continue
             for key, value in target.items():
                 if key in ("value", "averageValue") and isinstance(value, str) and (why := quantity_error(value)):
                     return (
-                        f"{version}.HorizontalPodAutoscaler.Spec: {version}.HorizontalPodAutoscalerSpec.Metrics: "
-                        f"[]{version}.MetricSpec: {version}.MetricSpec.{name}: {version}.{source}.Target: "
+                        f"{at}: {version}.MetricSpec.{name}: {version}.{source}.Target: "
                         f"{version}.MetricTarget.{key[0].upper()}{key[1:]}: unmarshalerDecoder: {why}"
                     )
     return None

@@ -1045,6 +1045,31 @@ def undecodable_quantities(run: Run) -> None:
     _attempt(run, "apply autoscaler", c.apply, scaler, field_manager="a")
     pods = {"type": "Pods", "pods": {"metric": {"name": "m"}, "target": {"type": "Value", "value": "1x"}}}
     _attempt(run, "create autoscaler pods", c.create, {**scaler, "spec": {**scaler["spec"], "metrics": [pods]}})
+    # autoscaling/v2beta1 names its targets otherwise: a source's targetValue, targetAverageValue (averageValue).
+    older = {**scaler, "apiVersion": "autoscaling/v2beta1", "metadata": {"name": "o", "namespace": run.ns}}
+    reference = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}
+    for label, metric in [
+        ("resource", {"type": "Resource", "resource": {"name": "memory", "targetAverageValue": "lots"}}),
+        ("pods", {"type": "Pods", "pods": {"metricName": "m", "targetAverageValue": "1x"}}),
+        ("object", {"type": "Object", "object": {"target": reference, "metricName": "m", "targetValue": "1e"}}),
+        (
+            "object average",
+            {
+                "type": "Object",
+                "object": {"target": reference, "metricName": "m", "targetValue": "1", "averageValue": "lots"},
+            },
+        ),
+        ("external", {"type": "External", "external": {"metricName": "m", "targetAverageValue": ""}}),
+    ]:
+        body = {**older, "spec": {**older["spec"], "metrics": [metric]}}
+        _attempt(run, f"create v2beta1 autoscaler {label}", c.create, body)
+        _attempt(run, f"apply v2beta1 autoscaler {label}", c.apply, body, field_manager="a")
+    fine = {"type": "Resource", "resource": {"name": "memory", "targetAverageValue": "1Gi"}}
+    live = c.create({**older, "spec": {**older["spec"], "metrics": [fine]}})
+    faulty = {"type": "Resource", "resource": {"name": "memory", "targetAverageValue": "lots"}}
+    updated = {**older, "metadata": live["metadata"], "spec": {**older["spec"], "metrics": [faulty]}}
+    _attempt(run, "update v2beta1 autoscaler", c.replace, c.kind_of(live), updated)
+    run.step("patch v2beta1 autoscaler", lambda: c.patch(c.kind_of(live), "o", {"spec": {"metrics": [faulty]}}, run.ns))
 
 
 def undecodable_times(run: Run) -> None:

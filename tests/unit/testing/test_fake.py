@@ -2045,3 +2045,83 @@ def test_a_time_written_as_a_json_number_is_refused_as_one_that_is_none() -> Non
     )
     assert "unmarshalerDecoder: json: cannot unmarshal bool into Go value of type string" in flagged.value.api_message
     assert fake.objects(kinds.CONFIG_MAP) == []
+
+
+def _older_autoscaler(metric: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "autoscaling/v2beta1",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "h", "namespace": "ns"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+            "maxReplicas": 2,
+            "metrics": [metric],
+        },
+    }
+
+
+_REFERENCE = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}
+
+
+@pytest.mark.parametrize(
+    ("metric", "path"),
+    [
+        (
+            {"type": "Resource", "resource": {"name": "memory", "targetAverageValue": "lots"}},
+            "Resource: v2beta1.ResourceMetricSource.TargetAverageValue",
+        ),
+        (
+            {"type": "Pods", "pods": {"metricName": "m", "targetAverageValue": "lots"}},
+            "Pods: v2beta1.PodsMetricSource.TargetAverageValue",
+        ),
+        (
+            {"type": "Object", "object": {"target": _REFERENCE, "metricName": "m", "targetValue": "lots"}},
+            "Object: v2beta1.ObjectMetricSource.TargetValue",
+        ),
+        (
+            {
+                "type": "Object",
+                "object": {"target": _REFERENCE, "metricName": "m", "targetValue": "1", "averageValue": "lots"},
+            },
+            "Object: v2beta1.ObjectMetricSource.AverageValue",
+        ),
+        (
+            {"type": "External", "external": {"metricName": "m", "targetValue": "lots"}},
+            "External: v2beta1.ExternalMetricSource.TargetValue",
+        ),
+    ],
+    ids=["resource", "pods", "object", "object average", "external"],
+)
+def test_an_autoscaling_v2beta1_target_that_is_no_quantity_is_refused_by_every_verb(
+    metric: dict[str, Any], path: str
+) -> None:
+    fake = FakeClient()
+    body = _older_autoscaler(metric)
+    kind = fake.kind_of(body)
+    live = fake.create(
+        _older_autoscaler({"type": "Resource", "resource": {"name": "memory", "targetAverageValue": "1"}})
+    )
+
+    with pytest.raises(errors.BadRequest) as created:
+        fake.create({**body, "metadata": {"name": "i", "namespace": "ns"}})
+    with pytest.raises(errors.BadRequest) as updated:
+        fake.replace(kind, {**body, "metadata": live["metadata"]})
+    with pytest.raises(errors.Invalid) as patched:
+        fake.patch(kind, "h", {"spec": {"metrics": [metric]}}, "ns")
+    with pytest.raises(errors.Invalid) as applied:
+        fake.apply(body, field_manager="m")
+
+    assert created.value.api_message == (
+        'HorizontalPodAutoscaler in version "v2beta1" cannot be handled as a HorizontalPodAutoscaler: '
+        "v2beta1.HorizontalPodAutoscaler.Spec: v2beta1.HorizontalPodAutoscalerSpec.Metrics: []v2beta1.MetricSpec: "
+        f"v2beta1.MetricSpec.{path}: unmarshalerDecoder: {_QUANTITY_FORMAT}, error found in #10 byte of the request "
+        "(its text left out)"
+    )
+    assert updated.value.api_message == created.value.api_message
+    assert [cause.field for cause in patched.value.causes] == ["patch"]
+    assert (applied.value.status, applied.value.api_message) == (
+        500,
+        "failed to convert new object to proper version: unable to convert unstructured object to "
+        f"autoscaling/v2beta1, Kind=HorizontalPodAutoscaler: {_QUANTITY_FORMAT}",
+    )
+    assert fake.objects(kind) == [live]

@@ -99,8 +99,12 @@ What it does as the API server does:
   it: unless its ``manualSelector`` is true, given a selector of its own Pods (``controller-uid: <its uid>``) and those
   labels on its template (``job-name`` too; a template naming another Job, or a selector given, is the server's 422:
   ``spec.selector: Invalid value: ...: `selector` not auto-generated``), and, created without labels, its template's,
-  those among them (a manual selector must select the template's labels); the causes of one write are listed as
-  the server lists them, the object's metadata's before its spec's, a Pod spec's container by container; a ``null``
+  those among them (a manual selector must select the template's labels; an update removing it is refused as
+  missing and as changed); a CronJob's job template giving a selector or ``manualSelector: true`` (each Job is
+  given its own); the causes of one write are listed as the server lists them, the object's metadata's before its
+  spec's, a Pod spec's container by container, an update's refused fields with those it may not change (a Job's, a
+  ReplicaSet's or a DaemonSet's spec's causes twice, the message naming each once: the server validates the spec
+  again as an update's); a ``null``
   written in a field of the defaults' table is left out, as the server decodes it (``strategy: {type: Recreate,
   rollingUpdate: null}`` is stored
   ``{type: Recreate}``), and so is a ``""`` in a string field of that table, which Go holds in no pointer
@@ -840,6 +844,16 @@ class FakeClient(kube_client.Client):
         # An update's fields of a type the Service no longer is are dropped before it is validated, as the server's are.
         if services.is_service(new) and live is not None:
             services.settle(live, new, self._cluster_ips())
+        if live is not None and not services.is_service(new):
+            # A workload's update is validated whole, as the server validates it: the object's rules (a Job's, a
+            # ReplicaSet's and a DaemonSet's twice: as an object, then as an update of one), then what may not
+            # change, in one 422.
+            found = validation.causes(kind, new)
+            if (kind.api_version, kind.kind) in _VALIDATED_TWICE:
+                found += found
+            found += immutable.causes(kind, live, new)
+            if found:
+                raise metadata.refusal(kind, new, found)
         validation.check(kind, new)
         if not services.is_service(new):
             return
@@ -913,6 +927,11 @@ class FakeClient(kube_client.Client):
 
 
 # -- the API server's rules, as functions --------------------------------------------------------------------------
+
+
+_VALIDATED_TWICE = frozenset({("batch/v1", "Job"), ("apps/v1", "ReplicaSet"), ("apps/v1", "DaemonSet")})
+"""The kinds whose update the API server validates as an object, then as an update whose own rules validate the
+spec again: each of the spec's refusals is a cause twice (the message names it once)."""
 
 
 def _key(kind: kinds_mod.Kind, name: str, namespace: str | None) -> _Key:
@@ -1118,7 +1137,7 @@ def _select_own_pods(obj: dict[str, Any], *, checked: bool = True) -> None:
             causes.append(
                 errors.StatusCause(
                     "FieldValueInvalid",
-                    f"Invalid value: {_go_label_selector(selector)}: `selector` not auto-generated",
+                    f"Invalid value: {validation.go_selector(selector)}: `selector` not auto-generated",
                     "spec.selector",
                 )
             )
@@ -1129,19 +1148,6 @@ def _select_own_pods(obj: dict[str, Any], *, checked: bool = True) -> None:
     labels = (template.get("metadata") or {}).get("labels")
     if not meta.get("labels") and labels:
         meta["labels"] = dict(labels)
-
-
-def _go_label_selector(selector: Mapping[str, Any]) -> str:
-    """A label selector as Go's ``%#v`` writes it, where the API server quotes one (its match expressions, where it
-    has some, left out as ``{...}``)."""
-    labels = selector.get("matchLabels") or {}
-    written = ", ".join(f"{gotext.quote(key)}:{gotext.quote(str(labels[key]))}" for key in sorted(labels))
-    expressions = selector.get("matchExpressions")
-    return (
-        f"v1.LabelSelector{{MatchLabels:map[string]string{{{written}}}, MatchExpressions:"
-        + ("[]v1.LabelSelectorRequirement(nil)" if expressions is None else "[]v1.LabelSelectorRequirement{...}")
-        + "}"
-    )
 
 
 def _check_decodable(kind: kinds_mod.Kind, body: Mapping[str, Any]) -> None:

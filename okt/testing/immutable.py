@@ -28,7 +28,7 @@ from typing import Any
 from okt import errors
 from okt.kube import kinds
 from okt.resources import checksum, quantities
-from okt.testing import defaults, gotext
+from okt.testing import defaults, gotext, validation
 
 _IMMUTABLE = "field is immutable"
 _WHEN_SET = "Forbidden: field is immutable when `immutable` is set"
@@ -53,20 +53,30 @@ _SPEC_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
 
 def check(kind: kinds.Kind, live: Mapping[str, Any], new: Mapping[str, Any]) -> None:
     """Refuse the update of ``live`` into ``new`` (an object of ``kind``) as the API server would where it changes a
-    field that never changes: a workload's selector, a Job's pod template and completions, a StatefulSet's spec but
-    for its replicas, template and update strategy, a Service's cluster IPs once allocated (``new`` as
-    :func:`okt.testing.services.settle` leaves it), a PersistentVolumeClaim's spec but for the ``volumeName`` that
-    binds an unbound claim and the storage a bound claim requests, the data of a ConfigMap or a Secret marked
-    ``immutable``. Each side is compared with the defaults the server gives it.
+    field that never changes (:func:`causes`).
 
     Raises:
         okt.errors.Invalid: naming every refused field, one cause each.
     """
+    found = causes(kind, live, new)
+    if found:
+        said = ", ".join(f"{cause.field}: {cause.message}" for cause in found)
+        name = (live.get("metadata") or {}).get("name", "")
+        raise errors.ApiError.from_status(422, "Invalid", f'{kind.kind} "{name}" is invalid: {said}', causes=found)
+
+
+def causes(kind: kinds.Kind, live: Mapping[str, Any], new: Mapping[str, Any]) -> list[errors.StatusCause]:
+    """What the API server refuses of the update of ``live`` into ``new`` (an object of ``kind``) where it changes a
+    field that never changes, one cause each: a workload's selector, a Job's pod template and completions, a
+    StatefulSet's spec but for its replicas, template and update strategy, a Service's cluster IPs once allocated
+    (``new`` as :func:`okt.testing.services.settle` leaves it), a PersistentVolumeClaim's spec but for the
+    ``volumeName`` that binds an unbound claim and the storage a bound claim requests, the data of a ConfigMap or a
+    Secret marked ``immutable``. Each side is compared with the defaults the server gives it."""
     causes: list[errors.StatusCause] = []
     was, now = _defaulted(kind, live.get("spec") or {}), _defaulted(kind, new.get("spec") or {})
     for field in _SPEC_FIELDS.get((kind.api_version, kind.kind), ()):
         if now.get(field) != was.get(field):
-            message = f"Invalid value: {gotext.value(now.get(field))}: {_IMMUTABLE}"
+            message = f"Invalid value: {_go_value(field, now.get(field))}: {_IMMUTABLE}"
             causes.append(errors.StatusCause("FieldValueInvalid", message, f"spec.{field}"))
     stateful_set = (kind.api_version, kind.kind) == ("apps/v1", "StatefulSet")
     if stateful_set and _without(now, _STATEFUL_SET_MUTABLE) != _without(was, _STATEFUL_SET_MUTABLE):
@@ -81,10 +91,17 @@ def check(kind: kinds.Kind, live: Mapping[str, Any], new: Mapping[str, Any]) -> 
         if new.get("immutable") is not True:
             changed.append("immutable")
         causes += [errors.StatusCause("FieldValueForbidden", _WHEN_SET, field) for field in changed]
-    if causes:
-        said = ", ".join(f"{cause.field}: {cause.message}" for cause in causes)
-        name = (live.get("metadata") or {}).get("name", "")
-        raise errors.ApiError.from_status(422, "Invalid", f'{kind.kind} "{name}" is invalid: {said}', causes=causes)
+    return causes
+
+
+def _go_value(field: str, value: Any) -> str:
+    """An immutable field's new value as the server writes it: a field left out (a nil pointer) as ``"null"``, a
+    selector as Go's ``%#v`` (:func:`okt.testing.validation.go_selector`)."""
+    if value is None:
+        return '"null"'
+    if field == "selector" and isinstance(value, Mapping):
+        return validation.go_selector(value)
+    return gotext.value(value)
 
 
 def _without(spec: Mapping[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:

@@ -202,9 +202,9 @@ def labels_causes(named: str, meta: Any) -> list[errors.StatusCause]:
 
 def refusal(kind: kinds.Kind, obj: Mapping[str, Any], found: list[errors.StatusCause]) -> errors.ApiError:
     """The API server's 422 refusing ``obj``, an object of ``kind``, for the causes ``found``: each written
-    ``<field>: <message>``, several bracketed, as the server lists them."""
-    said = ", ".join(f"{cause.field}: {cause.message}" for cause in found)
-    said = said if len(found) == 1 else f"[{said}]"
+    ``<field>: <message>``, several bracketed, as the server lists them (a cause found twice, once)."""
+    written = list(dict.fromkeys(f"{cause.field}: {cause.message}" for cause in found))
+    said = written[0] if len(written) == 1 else f"[{', '.join(written)}]"
     return errors.ApiError.from_status(422, "Invalid", f"{invalid(kind, obj)}: {said}", causes=found)
 
 

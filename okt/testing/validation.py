@@ -172,13 +172,20 @@ def go_labels(labels: Any) -> str:
     return f"map[string]string{{{written}}}"
 
 
-def _go_selector(selector: Mapping[str, Any]) -> str:
-    """Go's ``%#v`` of an empty ``LabelSelector``: each of its two fields left out (``nil``) or empty (``{}``)."""
+def go_selector(selector: Mapping[str, Any]) -> str:
+    """A ``LabelSelector`` as Go's ``%#v`` writes it, where the API server quotes one (an empty one, one not
+    auto-generated): each of its two fields left out (``nil``), empty (``{}``) or its labels written out (its match
+    expressions, where it has some, left out as ``{...}``)."""
     labels, expressions = selector.get("matchLabels"), selector.get("matchExpressions")
-    written_labels = "map[string]string(nil)" if labels is None else "map[string]string{}"
-    written_expressions = (
-        "[]v1.LabelSelectorRequirement(nil)" if expressions is None else "[]v1.LabelSelectorRequirement{}"
-    )
+    if labels is None:
+        written_labels = "map[string]string(nil)"
+    else:
+        pairs = ", ".join(f"{gotext.quote(str(key))}:{gotext.quote(str(labels[key]))}" for key in sorted(labels))
+        written_labels = f"map[string]string{{{pairs}}}"
+    if expressions is None:
+        written_expressions = "[]v1.LabelSelectorRequirement(nil)"
+    else:
+        written_expressions = "[]v1.LabelSelectorRequirement{" + ("..." if expressions else "") + "}"
     return f"v1.LabelSelector{{MatchLabels:{written_labels}, MatchExpressions:{written_expressions}}}"
 
 
@@ -196,7 +203,7 @@ def _selector_rules(said: str) -> tuple[Rule, ...]:
                 and not selector.get("matchLabels")
                 and not selector.get("matchExpressions")
             ),
-            lambda selector: f"Invalid value: {_go_selector(selector)}: empty selector is invalid for {said}",
+            lambda selector: f"Invalid value: {go_selector(selector)}: empty selector is invalid for {said}",
         ),
         # The one workload whose Pods its own selector does not select would own none of them, and start more forever.
         Rule(
@@ -333,10 +340,28 @@ def _job_rules(*template: str) -> tuple[Rule | Each | TemplateMetadata, ...]:
 
 
 _JOB_SELECTOR_REQUIRED, _, _JOB_SELECTOR_SELECTS = _selector_rules("job")
-_JOB_RULES = (_JOB_SELECTOR_REQUIRED, _JOB_SELECTOR_SELECTS, *_job_rules("spec", "template"))
-"""A Job's: its selector (its own, or given with ``manualSelector``) is there and selects its template's labels. One
-left out with ``manualSelector`` is refused twice, as the server does: missing, and selecting nothing. An empty one
-selects everything, the template too: Kubernetes 1.20 keeps it."""
+_JOB_RULES = (*_job_rules("spec", "template"), _JOB_SELECTOR_REQUIRED, _JOB_SELECTOR_SELECTS)
+"""A Job's: its template's, then its selector (its own, or given with ``manualSelector``) is there and selects its
+template's labels. One left out with ``manualSelector`` is refused twice, as the server does: missing, and selecting
+nothing. An empty one selects everything, the template too: Kubernetes 1.20 keeps it."""
+
+_CRON_JOB_RULES = (
+    *_job_rules("spec", "jobTemplate", "spec", "template"),
+    Rule(
+        ("spec", "jobTemplate", "spec", "selector"),
+        "FieldValueInvalid",
+        lambda obj, selector: selector is not None,
+        lambda selector: f"Invalid value: {go_selector(selector)}: `selector` will be auto-generated",
+    ),
+    Rule(
+        ("spec", "jobTemplate", "spec", "manualSelector"),
+        "FieldValueNotSupported",
+        lambda obj, manual: manual is True,
+        'Unsupported value: true: supported values: "nil", "false"',
+    ),
+)
+"""A CronJob's: its job template's, and the selector of its Jobs left to the server (each Job is given its own): one
+given, or a ``manualSelector``, is refused."""
 
 
 _TEMPLATE_RULES = (*_template_rules("spec", "template"), _RESTART_RULE)
@@ -408,8 +433,8 @@ RULES: dict[tuple[str, str], tuple[Rule | Each | TemplateMetadata, ...]] = {
     ("apps/v1", "ReplicaSet"): (_REPLICAS_RULE, *_selector_rules("deployment"), *_TEMPLATE_RULES),
     ("apps/v1", "DaemonSet"): (*_selector_rules("daemonset"), *_TEMPLATE_RULES),
     ("batch/v1", "Job"): _JOB_RULES,
-    ("batch/v1", "CronJob"): _job_rules("spec", "jobTemplate", "spec", "template"),
-    ("batch/v1beta1", "CronJob"): _job_rules("spec", "jobTemplate", "spec", "template"),
+    ("batch/v1", "CronJob"): _CRON_JOB_RULES,
+    ("batch/v1beta1", "CronJob"): _CRON_JOB_RULES,
     ("v1", "Service"): (
         # One port may go unnamed; of several, each is told from the others by its name (an endpoint's port names it).
         Rule(

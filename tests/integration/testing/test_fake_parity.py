@@ -489,6 +489,9 @@ def _selector_changed(run: Run, kind: kinds.Kind) -> None:
     run.step(f"{kind.kind} selector applied", lambda: c.apply(_workload(run, kind.kind, "w", "b"), field_manager="a"))
     labels = {"metadata": {"labels": {"x": "1"}}}
     run.step(f"{kind.kind} labels", lambda: c.patch(kind, "w", labels, run.ns)["metadata"]["labels"])
+    # A selector that no longer selects the template is refused with its change, in one 422.
+    unselected = {"spec": {"selector": {"matchLabels": {"app": "c"}}}}
+    _attempt(run, f"{kind.kind} selector not selecting", c.patch, kind, "w", unselected, run.ns)
 
 
 def immutable_fields(run: Run) -> None:
@@ -1190,8 +1193,30 @@ def job_labels(run: Run) -> None:
     # A manual selector is not one made up by the server: one left out is refused as such, not as selecting nothing.
     _refusal(run, "manual selector left out", job("n", manualSelector=True))
     _refusal(run, "manual selector empty", job("p", manualSelector=True, selector={}))
+    always = job("q", manualSelector=True)
+    always["spec"]["template"]["spec"]["restartPolicy"] = "Always"
+    _refusal(run, "manual selector left out, restartPolicy Always", always)
     manual = job("e", manualSelector=True, selector={"matchLabels": {"app": "a"}})
     run.step("manual selector", lambda: shown(c.create(manual)))
+    # A manual selector removed from a Job that has one: required again, and the selector may not change.
+    removed = copy.deepcopy(c.get(JOB, "e", run.ns))
+    del removed["spec"]["selector"]
+    _attempt(run, "manual selector removed by an update", c.replace, JOB, removed)
+    _attempt(run, "manual selector removed by a patch", c.patch, JOB, "e", {"spec": {"selector": None}}, run.ns)
+    # A CronJob's jobs are given their selector: its job template may not ask for a manual one, nor give one.
+    template = job("t")["spec"]
+    cron = {
+        "apiVersion": "batch/v1beta1",
+        "kind": "CronJob",
+        "metadata": {"name": "cj", "namespace": run.ns},
+        "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {**template, "manualSelector": True}}},
+    }
+    _refusal(run, "CronJob manual selector left out", cron)
+    selected = copy.deepcopy(cron)
+    selected["spec"]["jobTemplate"]["spec"]["selector"] = {"matchLabels": {"app": "a"}}
+    _refusal(run, "CronJob manual selector given", selected)
+    del selected["spec"]["jobTemplate"]["spec"]["manualSelector"]
+    _refusal(run, "CronJob selector given", selected)
     run.step("applied", lambda: shown(c.apply(job("f"), field_manager="a")))
     run.step("applied again", lambda: shown(c.apply(job("f"), field_manager="a")))
     live = c.get(JOB, "a", run.ns)

@@ -2125,3 +2125,104 @@ def test_an_autoscaling_v2beta1_target_that_is_no_quantity_is_refused_by_every_v
         f"autoscaling/v2beta1, Kind=HorizontalPodAutoscaler: {_QUANTITY_FORMAT}",
     )
     assert fake.objects(kind) == [live]
+
+
+def _cron_job(**job_spec: Any) -> dict[str, Any]:
+    template = _named_job("t")["spec"]["template"]
+    return {
+        "apiVersion": "batch/v1beta1",
+        "kind": "CronJob",
+        "metadata": {"name": "cj", "namespace": "ns"},
+        "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": template, **job_spec}}},
+    }
+
+
+def test_a_cron_job_s_job_template_asking_for_a_manual_selector_or_giving_one_is_refused() -> None:
+    # Each Job of a CronJob is given a selector of its own Pods: its template may neither give one nor ask for none.
+    fake = FakeClient()
+
+    with pytest.raises(errors.Invalid) as manual:
+        fake.create(_cron_job(manualSelector=True))
+    with pytest.raises(errors.Invalid) as both:
+        fake.create(_cron_job(manualSelector=True, selector={"matchLabels": {"app": "a"}}))
+
+    assert [(cause.reason, cause.field, cause.message) for cause in manual.value.causes] == [
+        (
+            "FieldValueNotSupported",
+            "spec.jobTemplate.spec.manualSelector",
+            'Unsupported value: true: supported values: "nil", "false"',
+        )
+    ]
+    assert [cause.message for cause in both.value.causes] == [
+        'Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":"a"}, '
+        "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: `selector` will be auto-generated",
+        'Unsupported value: true: supported values: "nil", "false"',
+    ]
+    assert fake.objects(fake.kind_of(_cron_job())) == []
+    assert fake.create(_cron_job(manualSelector=False))["spec"]["jobTemplate"]["spec"]["manualSelector"] is False
+
+
+def test_an_update_or_a_patch_removing_a_job_s_manual_selector_is_refused_as_missing_and_changed() -> None:
+    # The server validates a Job's update as a Job, then as an update (its spec again, then what may not change): each
+    # of the spec's causes comes twice, the message naming it once.
+    fake = FakeClient()
+    live = fake.create(_named_job("a", manualSelector=True, selector={"matchLabels": {"app": "a"}}))
+    kind = fake.kind_of(live)
+    removed = copy.deepcopy(live)
+    del removed["spec"]["selector"]
+
+    with pytest.raises(errors.Invalid) as updated:
+        fake.replace(kind, removed)
+    with pytest.raises(errors.Invalid) as patched:
+        fake.patch(kind, "a", {"spec": {"selector": None}}, "ns")
+
+    required = ("FieldValueRequired", "spec.selector", "Required value")
+    unselected = (
+        "FieldValueInvalid",
+        "spec.template.metadata.labels",
+        'Invalid value: map[string]string{"app":"a"}: `selector` does not match template `labels`',
+    )
+    immutable = ("FieldValueInvalid", "spec.selector", 'Invalid value: "null": field is immutable')
+    for refused in (updated, patched):
+        assert [(cause.reason, cause.field, cause.message) for cause in refused.value.causes] == [
+            required,
+            unselected,
+            required,
+            unselected,
+            immutable,
+        ]
+        assert refused.value.api_message == (
+            'Job.batch "a" is invalid: [spec.selector: Required value, spec.template.metadata.labels: Invalid value: '
+            'map[string]string{"app":"a"}: `selector` does not match template `labels`, spec.selector: Invalid value: '
+            '"null": field is immutable]'
+        )
+    assert fake.objects(kind) == [live]
+
+
+@pytest.mark.parametrize(("kind_name", "twice"), [("Deployment", False), ("ReplicaSet", True), ("DaemonSet", True)])
+def test_a_workload_s_selector_changed_to_select_none_of_its_pods_is_refused_as_both_in_one_422(
+    kind_name: str, twice: bool
+) -> None:
+    # A ReplicaSet's or a DaemonSet's update is validated as the object, then as an update: its spec's causes twice.
+    fake = FakeClient()
+    template = {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    spec = {"selector": {"matchLabels": {"app": "a"}}, "template": template}
+    meta = {"name": "w", "namespace": "ns"}
+    live = fake.create({"apiVersion": "apps/v1", "kind": kind_name, "metadata": meta, "spec": spec})
+    kind = fake.kind_of(live)
+
+    with pytest.raises(errors.Invalid) as refused:
+        fake.patch(kind, "w", {"spec": {"selector": {"matchLabels": {"app": "c"}}}}, "ns")
+
+    unselected = (
+        "spec.template.metadata.labels",
+        'Invalid value: map[string]string{"app":"a"}: `selector` does not match template `labels`',
+    )
+    immutable = (
+        "spec.selector",
+        'Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":"c"}, '
+        "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable",
+    )
+    expected = [unselected, unselected, immutable] if twice else [unselected, immutable]
+    assert [(cause.field, cause.message) for cause in refused.value.causes] == expected
+    assert fake.objects(kind) == [live]

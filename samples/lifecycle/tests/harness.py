@@ -1,11 +1,8 @@
 """Driving the lifecycle sample from Python: create WebApps, play the Job controller, read what the operator did.
 
-Why this exists: the local control plane has no kubelet and no Job controller, so nothing ever finishes a Job. The
-tests do what those would: they patch a Job's ``/status`` with ``succeeded: 1`` and a ``Complete`` condition (or
-``failed: 1`` and ``Failed``). Everything else — phases, children, status, events — is the operator's doing, run by
-okt's :class:`~okt.runtime.manager.Manager` exactly as ``okt run`` runs it (:class:`okt.testing.RunningOperator`).
-
-Guarantees: every wait is bounded and its failure says what was awaited and what was last seen.
+Why this exists: the local control plane has no Job controller, so the tests finish a Job as it would (``succeeded: 1``
+and ``Complete``, or ``failed: 1`` and ``Failed`` in its ``/status``); all else is the operator's doing. Every wait is
+bounded and its failure says what was awaited and what was last seen.
 """
 
 from __future__ import annotations
@@ -45,23 +42,19 @@ class View:
     deployment_image: str | None
 
 
+@dataclasses.dataclass(frozen=True)
 class WebApps:
     """WebApp objects of one namespace and their children, read from the API."""
 
-    def __init__(self, client: okt.Client, kind: okt.Kind, namespace: str) -> None:
-        self.client = client
-        self.kind = kind
-        self.namespace = namespace
+    client: okt.Client
+    kind: okt.Kind
+    namespace: str
 
     # -- what a user does ----------------------------------------------------------------------------------------
 
     def create(self, name: str, version: str, **spec: Any) -> dict[str, Any]:
-        body = {
-            "apiVersion": api.API_VERSION,
-            "kind": api.KIND,
-            "metadata": {"name": name, "namespace": self.namespace},
-            "spec": {"version": version, **spec},
-        }
+        meta = {"name": name, "namespace": self.namespace}
+        body = {"apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": meta, "spec": {"version": version, **spec}}
         return self.client.create(body, self.kind)
 
     def set_version(self, name: str, version: str) -> dict[str, Any]:

@@ -1,9 +1,7 @@
 """Driving the memcached operator from Python: create Memcacheds, watch them converge, run ``okt run`` on the sample.
 
-Why this exists: the end-to-end tests, ``make demo`` and the reliability suite all apply the generated CRD, run the
-operator, create and change Memcached objects, and ask "is it Ready, are its children there, is it in the inventory";
-they share this module so that what the demo shows is what the tests assert. Every wait is bounded and its failure
-says what was awaited and what was last seen; nothing here reconciles.
+Why this exists: the end-to-end tests, ``make demo`` and the reliability suite share it, so that what the demo shows
+is what the tests assert. Every wait is bounded and its failure says what was awaited and what was last seen.
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ from samples.memcached.memcached_operator.resources import config_name
 
 SAMPLE = pathlib.Path(__file__).resolve().parents[1]
 CRD_PATH = SAMPLE / "deploy" / "crd.yaml"
-OPERATOR_PATH = SAMPLE / "main.py"
 DEPLOYMENT = kinds.BUILTIN[("apps/v1", "Deployment")]
 SERVICE = kinds.BUILTIN[("v1", "Service")]
 CONFIG_MAP = kinds.CONFIG_MAP
@@ -31,7 +28,8 @@ OPERATOR_NAMESPACE = "memcached-operator-system"
 SERVICE_ACCOUNT = "memcached-operator"
 """The operator's ServiceAccount (deploy/rbac.yaml)."""
 START_TIMEOUT = 30.0
-PROGRESS_EVERY = 5.0
+CHILDREN = 3
+"""A Memcached has a ConfigMap, a Service and a Deployment."""
 
 
 def load_crd() -> dict[str, Any]:
@@ -50,11 +48,10 @@ def apply_crd(
 
 
 def okt_run(kubeconfig: pathlib.Path, *, finalizer: bool = True, **options: Any) -> process.OperatorProcess:
-    """``okt run samples/memcached/main.py`` — the operator exactly as a user runs it, with its finalizer
-    (``MEMCACHED_FINALIZER``) on or off; not started yet. The ``options`` are
-    :meth:`okt.testing.OperatorProcess.okt_run`'s."""
+    """``okt run samples/memcached/main.py`` as a user runs it, its finalizer (``MEMCACHED_FINALIZER``) on or off; not
+    started yet. The ``options`` are :meth:`okt.testing.OperatorProcess.okt_run`'s."""
     env = {"MEMCACHED_FINALIZER": "on" if finalizer else "off"}
-    return process.OperatorProcess.okt_run(OPERATOR_PATH, kubeconfig=kubeconfig, env=env, **options)
+    return process.OperatorProcess.okt_run(SAMPLE / "main.py", kubeconfig=kubeconfig, env=env, **options)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,29 +73,21 @@ class Summary:
         return self.ready == "True" and self.observed_generation == self.generation and self.children == CHILDREN
 
 
-CHILDREN = 3
-"""A Memcached has a ConfigMap, a Service and a Deployment."""
-
-
+@dataclasses.dataclass(frozen=True)
 class Memcacheds:
     """Memcached objects of one namespace, their children and the namespace's inventory, read from the API."""
 
-    def __init__(self, client: okt.Client, kind: okt.Kind, namespace: str) -> None:
-        self.client = client
-        self.kind = kind
-        self.namespace = namespace
+    client: okt.Client
+    kind: okt.Kind
+    namespace: str
 
     # -- writes (what a user does) -------------------------------------------------------------------------------
 
     def body(self, name: str, size: int | None, image: str | None = None, **extra: Any) -> dict[str, Any]:
         given = {"size": size, "image": image}
         spec = {**extra, **{field: value for field, value in given.items() if value is not None}}
-        return {
-            "apiVersion": api.API_VERSION,
-            "kind": api.KIND,
-            "metadata": {"name": name, "namespace": self.namespace},
-            "spec": spec,
-        }
+        meta = {"name": name, "namespace": self.namespace}
+        return {"apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": meta, "spec": spec}
 
     def create(self, name: str, size: int | None, image: str | None = None, **extra: Any) -> dict[str, Any]:
         """Create a Memcached (the apiserver validates it against the CRD's schema: ``okt.Invalid`` on 422)."""
@@ -135,7 +124,6 @@ class Memcacheds:
 
     def summary(self, name: str) -> Summary:
         obj = self.get(name) or {}
-        meta = obj.get("metadata") or {}
         ready = condition(obj, "Ready") or {}
         deployment = self.deployment(name)
         return Summary(
@@ -144,7 +132,7 @@ class Memcacheds:
             ready=str(ready.get("status", "-")) if obj else "gone",
             reason=str(ready.get("reason", "")),
             children=sum(child is not None for child in self.children(name).values()),
-            generation=int(meta.get("generation") or 0),
+            generation=int((obj.get("metadata") or {}).get("generation") or 0),
             observed_generation=(obj.get("status") or {}).get("observedGeneration"),
             replicas=(deployment.get("spec") or {}).get("replicas") if deployment else None,
         )
@@ -166,17 +154,15 @@ class Memcacheds:
     def wait_ready_false(self, name: str, timeout: float = 30.0) -> dict[str, Any]:
         """Wait until ``name`` has Ready=False for its current generation; returns that condition."""
 
-        def refused() -> dict[str, Any] | None:
+        def refused() -> dict[str, Any]:
             obj = self.get(name)
             ready = condition(obj, "Ready") or {}
             current = ready.get("observedGeneration") == ((obj or {}).get("metadata") or {}).get("generation")
-            return ready if ready.get("status") == "False" and current else None
+            return ready if ready.get("status") == "False" and current else {}
 
-        found = waiting.wait_for(
+        return waiting.wait_for(
             refused, timeout=timeout, interval=0.1, message=lambda: f"{name} Ready=False (now: {self.summary(name)})"
         )
-        assert found is not None  # wait_for returns only a truthy value
-        return found
 
     def wait_gone(self, name: str, timeout: float = 30.0) -> None:
         """Wait until the Memcached ``name`` no longer exists."""
@@ -190,10 +176,8 @@ class Memcacheds:
     def wait_children_gone(
         self, name: str, timeout: float = 60.0, progress: Callable[[list[str], float], None] | None = None
     ) -> None:
-        """Wait until the garbage collector deleted every child of ``name``.
-
-        ``progress(left, seconds)`` is called about every 5 seconds while children are left.
-        """
+        """Wait until the garbage collector deleted every child of ``name``; ``progress(left, seconds)`` is called
+        about every 5 seconds while children are left."""
         started = reported = time.monotonic()
 
         def left() -> list[str]:
@@ -202,7 +186,7 @@ class Memcacheds:
         def gone() -> bool:
             nonlocal reported
             remaining = left()
-            if remaining and progress is not None and time.monotonic() - reported >= PROGRESS_EVERY:
+            if remaining and progress is not None and time.monotonic() - reported >= 5.0:
                 reported = time.monotonic()
                 progress(remaining, reported - started)
             return not remaining

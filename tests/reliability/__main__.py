@@ -1,9 +1,5 @@
-"""``python -m tests.reliability`` (``make chaos``): the reliability suite's command line.
-
-Why this exists: it picks the profile and the scenarios, runs them in order on one shared testbed (``fuzz`` on its
-own), keeps the in-process operator's log off the harness's output, writes the JSON and the page, prints the summary
-table, and exits with status 1 when any scenario failed — so that a script or CI can rely on it.
-"""
+"""``python -m tests.reliability`` (``make chaos``): runs the chosen scenarios on one shared testbed (``fuzz`` on its
+own), writes the JSON and the page, and exits with status 1 when any failed, so that a script or CI can rely on it."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
 """The judgements of the reliability suite over what the API server holds: converged, exact children, a status.
 
-Why this exists: ``make chaos`` and ``tests/e2e/test_reliability.py`` (the reduced suite in ``make test``) must judge
-the outcome the same way; as pure functions over a :class:`Snapshot` of one namespace (what a user would see with
-``kubectl get``), each one is pinned on synthetic input by a fast test and can never drift between the two.
-
-Guarantees: every check returns a :class:`Check` whose ``problems`` name the objects concerned (never only a count);
-a check never raises on odd input (a malformed object is a problem, not an exception); only :meth:`Snapshot.take`
-talks to the cluster.
+Pure functions over a :class:`Snapshot` of one namespace, so that each is pinned on synthetic input by a fast test;
+a :class:`Check`'s ``problems`` name the objects concerned, and odd input is a problem, never an exception.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """The ``deletions`` scenario: each cleanup behind the sample's finalizer takes effect exactly once.
 
-Why this exists: a finalizer's promise is about counts — the cleanup is retried until it works, and takes effect
-once — which an operator in a child process cannot report. So this scenario runs the sample's reconciler in this
+A finalizer's promise is about counts, which a child process cannot report: the sample's reconciler runs in this
 process, its cleanup wrapped in a :class:`CleanupLedger` that counts the calls and fails chosen ones on purpose.
 """
 

@@ -1,9 +1,5 @@
-"""The scenarios that break the operator's surroundings: ``kill``, ``restart``, ``faults`` and ``failover``.
-
-Each runs the stock operator as users do (``okt run``, a child process) on the shared testbed and takes something
-away — the process itself, the API server, the network between them, the leader — then judges that everything
-converged with nothing lost, duplicated or crashed.
-"""
+"""The scenarios that break the operator's surroundings: ``kill``, ``restart``, ``faults`` and ``failover``, each on
+the stock operator as users run it (``okt run``, a child process) on the shared testbed."""
 
 from __future__ import annotations
 
@@ -180,12 +176,8 @@ def api_faults(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> o
 
 
 def first_request_fails(rate: float, start: int) -> int:
-    """The first proxy seed from ``start`` whose first decision injects a fault.
-
-    The proxy draws one number per request from its seeded generator, so with this seed the operator's very first
-    request — its start-up check of the API server — meets a fault: starting up against a flaky API is tested on
-    every run, not one run in ten.
-    """
+    """The first proxy seed from ``start`` whose first decision injects a fault: the operator's start-up check of the
+    API server meets a fault on every run, not one run in ten."""
     seed = start
     while random.Random(seed).random() >= rate:
         seed += 1

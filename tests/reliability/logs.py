@@ -1,10 +1,7 @@
 """What the logs say: the operator's own (crashes, reconciles of one object) and the API server's audit log (who wrote).
 
-Why this exists: a crash (an exception okt did not handle) and a retry loop without backoff leave their traces only
-in the operator's JSON log (:meth:`okt.testing.OperatorProcess.records`); and the failover scenario must not take the
-replicas' word for who leads — the API server attributes every request to the authenticated user (one token user per
-replica) and stamps its times (:class:`okt.testing.AuditLog`). These judgements read both the way
-:mod:`tests.reliability.checks` reads a snapshot, so that each one is pinned on synthetic lines by a fast test.
+Crashes and retry loops show only in the operator's log, and who leads is the audit log's word, not the replicas';
+like :mod:`~.checks`, each judgement is a pure function pinned on synthetic lines by a fast test.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""What a scenario comes to: its checks and figures as one :class:`ScenarioResult`, even when it could not finish.
-
-Why this exists: a scenario that could not be carried out (it raised) must still yield a result that says why, so
-that one failing scenario does not stop the others.
-"""
+"""What a scenario comes to: its checks and figures as one :class:`ScenarioResult`, even when it raised (then the
+result says why), so that one failing scenario does not stop the others."""
 
 from __future__ import annotations
 

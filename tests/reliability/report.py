@@ -1,7 +1,6 @@
 """What a run reports: the summary table, ``tests/reliability/results/chaos.json`` and the ``docs/reliability.md`` page.
 
-Why this exists: the page is the published evidence for okt's reliability claims. It is generated from the JSON of a
-run (``--render`` regenerates it without running anything), so its figures are always those of a real run.
+The page, okt's published evidence, is generated from a run's JSON (``--render``), so its figures are a real run's.
 """
 
 from __future__ import annotations
@@ -72,8 +71,7 @@ def write(doc: Mapping[str, Any], json_path: pathlib.Path, page_path: pathlib.Pa
 
 
 PAGE_TEMPLATE = pathlib.Path(__file__).with_name("page.md")
-"""The page's fixed text — what each scenario does and what must hold, what the suite caught, its caveats — around
-``{last_run}``, the figures of a run."""
+"""The page's fixed text, around ``{last_run}``: the figures of a run."""
 
 
 def markdown(doc: Mapping[str, Any]) -> str:

@@ -1,9 +1,7 @@
 """The testbed: a local control plane with the Memcached CRD, the operator processes run on it, and what a user does.
 
-Why this exists: the scenarios share one control plane (starting one takes seconds), run the operator as a child
-process they can ``kill -9`` (:func:`samples.memcached.tests.harness.okt_run`), under a token user per role so that
-the audit log says who wrote, drive it only through the API server, and wait for the same end state (converged,
-exactly the expected children, the deleted ones gone) within a bound.
+The scenarios share it (a control plane takes seconds to start); each operator role is a token user of its own, so
+that the audit log says who wrote.
 """
 
 from __future__ import annotations

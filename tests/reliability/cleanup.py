@@ -52,8 +52,7 @@ class CleanupLedger:
 def deletions(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> outcome.Found:
     """Delete custom resources; count cleanups; a failing cleanup keeps the finalizer until it succeeds."""
     namespace = lab.namespace("delete")
-    names = [f"d{i:04d}" for i in range(sizes.deletions)]
-    failing = [f"fail{i:02d}" for i in range(sizes.failing_deletions)]
+    names, failing = testbed.names("d", sizes.deletions), testbed.names("fail", sizes.failing_deletions)
     ledger = CleanupLedger(failing)
 
     class LedgerMemcachedReconciler(MemcachedReconciler):

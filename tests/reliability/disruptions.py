@@ -24,8 +24,8 @@ REPLICAS = ("replica-a", "replica-b")
 def kill_nine(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> outcome.Found:
     """kill -9 the operator ``sizes.kills`` times at random moments while custom resources are created and changed."""
     namespace = lab.namespace("kill")
-    names = [f"k{i:04d}" for i in range(sizes.kill_crs)]
-    want: dict[str, int] = {name: rng.randint(1, 5) for name in names}
+    names = testbed.names("k", sizes.kill_crs)
+    want = testbed.random_sizes(rng, names)
     batches = _split(names, sizes.kills + 1)
     lab.create_sized(namespace, batches[0], want)
     created = list(batches[0])
@@ -88,9 +88,8 @@ def _split(items: Sequence[str], parts: int) -> list[list[str]]:
 def apiserver_restart(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> outcome.Found:
     """Kill the kube-apiserver while custom resources converge, restart it, and create more right after."""
     namespace = lab.namespace("restart")
-    early = [f"r{i:04d}" for i in range(sizes.restart_crs)]
-    late = [f"late{i:04d}" for i in range(sizes.restart_late_crs)]
-    want = {name: rng.randint(1, 5) for name in early + late}
+    early, late = testbed.names("r", sizes.restart_crs), testbed.names("late", sizes.restart_late_crs)
+    want = testbed.random_sizes(rng, early + late)
     operator = lab.operator("restart", namespace)
     operator.wait_ready()
     lab.create_sized(namespace, early, want)
@@ -130,8 +129,8 @@ def apiserver_restart(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Rando
 def api_faults(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> outcome.Found:
     """Run the operator through the fault proxy; converge, change and delete custom resources."""
     namespace = lab.namespace("faults")
-    names = [f"f{i:04d}" for i in range(sizes.fault_crs)]
-    want = {name: rng.randint(1, 5) for name in names}
+    names = testbed.names("f", sizes.fault_crs)
+    want = testbed.random_sizes(rng, names)
     seed = first_request_fails(sizes.fault_rate, rng.randrange(2**32))
     with faults.FaultProxy(lab.plane.url, str(lab.plane.ca_file), rate=sizes.fault_rate, seed=seed) as proxy:
         operator = lab.operator("faults", namespace, proxy=proxy)
@@ -189,9 +188,8 @@ def failover(lab: testbed.Lab, sizes: profiles.Sizes, rng: random.Random) -> out
     """Two replicas with leader election; kill -9 the leader; the standby takes over; never two writers."""
     namespace = lab.namespace("failover")
     written = audit.AuditLog.from_end(lab.plane.audit_log_path, [lab.users[r].name for r in REPLICAS])
-    first = [f"l{i:04d}" for i in range(sizes.failover_crs)]
-    second = [f"t{i:04d}" for i in range(max(1, sizes.failover_crs // 2))]
-    want = {name: rng.randint(1, 5) for name in first + second}
+    first, second = testbed.names("l", sizes.failover_crs), testbed.names("t", max(1, sizes.failover_crs // 2))
+    want = testbed.random_sizes(rng, first + second)
     replicas = {
         role: lab.operator(
             f"failover-{role}", namespace, role=role, args=["--leader-elect", "--lease-namespace", namespace]

@@ -13,7 +13,7 @@ import pathlib
 import random
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import okt
@@ -37,6 +37,16 @@ def until(predicate: Callable[[], bool], timeout: float, interval: float = POLL)
     except waiting.WaitTimeout:
         return False
     return True
+
+
+def names(prefix: str, count: int) -> list[str]:
+    """``count`` names of custom resources: ``<prefix>0000``, ``<prefix>0001``..."""
+    return [f"{prefix}{i:04d}" for i in range(count)]
+
+
+def random_sizes(rng: random.Random, names: Iterable[str]) -> dict[str, int]:
+    """A random ``spec.size``, 1 to 5, for each of ``names``."""
+    return {name: rng.randint(1, 5) for name in names}
 
 
 class Lab:
@@ -112,13 +122,8 @@ class Lab:
         kubeconfig = self.kubeconfig(role)
         if proxy is not None:
             kubeconfig = proxy.kubeconfig(kubeconfig, self.workdir / f"kubeconfig-{label}-proxy")
-        operator = harness.okt_run(
-            kubeconfig,
-            namespaces=[namespace],
-            log_path=self.workdir / f"{label}.log",
-            args=args,
-            name=label,
-        )
+        log = self.workdir / f"{label}.log"
+        operator = harness.okt_run(kubeconfig, namespaces=[namespace], log_path=log, args=args, name=label)
         self._operators.append(operator)
         return operator.start()
 

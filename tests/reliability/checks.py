@@ -107,11 +107,8 @@ class Snapshot:
 
 
 def not_converged(snapshot: Snapshot, names: Iterable[str] | None = None) -> list[str]:
-    """Why each custom resource (all, or the ``names``) is not converged; empty when all are.
-
-    Converged: it exists, is not being deleted, its ``Ready`` condition is ``True`` for its current generation and
-    ``status.observedGeneration`` is that generation.
-    """
+    """Why each custom resource (all, or the ``names``) is not converged: missing, being deleted, or not Ready=True
+    with ``observedGeneration`` (the condition's and the status's) its generation; empty when all are."""
     by_name = snapshot.by_name
     problems = []
     for name in sorted(by_name) if names is None else names:
@@ -167,12 +164,8 @@ def ready_reasons(snapshot: Snapshot) -> dict[str, int]:
 
 
 def verdicts_match(snapshot: Snapshot, verdicts: Mapping[str, str | None]) -> Check:
-    """Each custom resource's ``Ready`` agrees with the expected verdict on its spec.
-
-    ``verdicts`` maps a name to None (the spec is valid: Ready=True, or Ready=False for a reason other than the
-    spec, such as the API refusing a child) or to the reason the spec must be refused with (Ready=False, that
-    reason). An invalid spec that ends Ready=True is the worst outcome and always reported.
-    """
+    """Each custom resource's ``Ready`` agrees with the verdict on its spec: None (valid: anything but Ready=False
+    for ``InvalidSpec``) or the reason it must be refused with (Ready=False, that reason)."""
     by_name = snapshot.by_name
     problems = []
     for name, verdict in sorted(verdicts.items()):
@@ -222,14 +215,9 @@ class ChildAudit:
 def child_audit(
     snapshot: Snapshot, expected: ExpectedChildren = memcached_children, names: Iterable[str] | None = None
 ) -> ChildAudit:
-    """Children by owner uid against the expected set of each custom resource.
-
-    A child belongs to the custom resource whose uid its controller ownerReference names. Reported: a **missing**
-    child; a **duplicate** (two children of one owner with the same kind and name, which only a generateName could
-    produce); an **unexpected** one (a kind or name the owner should not have); a child with more than one controller
-    ownerReference; an **orphan** — a child whose controller reference names a uid no custom resource has.
-    ``names`` restricts "missing" to those custom resources (others may legitimately not be reconciled yet).
-    """
+    """The children of each custom resource, by the uid their controller ownerReference names, against the expected
+    set: missing, duplicate, unexpected, with several controllers, or orphan (no custom resource has that uid);
+    ``names`` restricts "missing" to those custom resources (others may not be reconciled yet)."""
     owners = {str(_meta(cr).get("uid")): _name(cr) for cr in snapshot.crs}
     required = set(snapshot.by_name) if names is None else set(names)
     found: dict[str, list[tuple[str, str]]] = collections.defaultdict(list)

@@ -50,11 +50,8 @@ def random_sizes(rng: random.Random, names: Iterable[str]) -> dict[str, int]:
 
 
 class Lab:
-    """A control plane with the Memcached CRD and one token user per operator role, shared by the scenarios.
-
-    ``crd`` replaces the sample's ``deploy/crd.yaml``; ``audit_log`` keeps the API server's audit log (the failover
-    scenario reads it); ``controllers`` are the kube-controller-manager's (none: no controller manager).
-    """
+    """A control plane with the Memcached CRD (or ``crd``), one token user per operator role, the API server's audit
+    log (unless ``audit_log`` is False) and the kube-controller-manager's ``controllers``."""
 
     ROLES = ("operator", "replica-a", "replica-b")
 
@@ -175,9 +172,8 @@ class Lab:
     def settle(
         self, namespace: str, names: Sequence[str], timeout: float, gone: Sequence[str] = ()
     ) -> tuple[checks.Snapshot, float]:
-        """Poll until every named custom resource converged with exactly its children and the ``gone`` ones no
-        longer exist (their children collected: no orphan); returns the last snapshot and the time it took
-        (``timeout`` when it did not settle — the checks then say what is wrong)."""
+        """Poll until the named custom resources converged with exactly their children and the ``gone`` ones are gone;
+        the last snapshot and the seconds it took (``timeout`` when it did not settle: the checks say why)."""
         started = time.monotonic()
         last = [self.snapshot(namespace)]
 

@@ -8,6 +8,10 @@ state and comparison, the status report, the cache's reads. This measures it alo
 reconciled once more through the controller's own ``process`` — the path a sweep's worker runs — timed with
 ``time.process_time``. It checks that the second pass wrote nothing.
 
+``--first-pass`` times the pass before it instead, which creates every child — a start over objects okt never
+reconciled (the sweep of a convergence) — through the same ``process``: its CPU counts the fake API server's own work
+of each write (its copies, defaults and validation), which ``--profile`` shows apart.
+
 Run: ``python -m benchmarks.sweep_cost --n 2000`` (``--profile`` prints cProfile's top entries of the timed pass).
 """
 
@@ -53,8 +57,20 @@ def converged(n: int, finalizer: bool) -> tuple[FakeClient, type[okt.Reconciler]
     return client, cls
 
 
-def sweep(client: FakeClient, cls: type[okt.Reconciler], n: int, profile: cProfile.Profile | None) -> float:
-    """Reconcile every object once more through a controller over a freshly listed cache: CPU seconds taken."""
+def unreconciled(n: int, finalizer: bool) -> tuple[FakeClient, type[okt.Reconciler]]:
+    """A fake API server holding ``n`` Memcached objects no reconcile has seen: no child, no status."""
+    cls = memcached_operator.reconciler_class(finalizer=finalizer)
+    client = FakeClient(kinds=[MEMCACHED])
+    for i in range(n):
+        client.put(manifests.custom_resource(f"m{i:05}", NAMESPACE, size=1 + i % 3))
+    return client, cls
+
+
+def sweep(
+    client: FakeClient, cls: type[okt.Reconciler], n: int, profile: cProfile.Profile | None, *, first: bool = False
+) -> float:
+    """Reconcile every object once more through a controller over a freshly listed cache: CPU seconds taken.
+    ``first``: the objects were never reconciled, and the pass creates their children (it must write)."""
     cache = cache_mod.Cache(client)
     controller = controller_mod.Controller(cls, client, cache, record_events=True)
     controller.watch()
@@ -76,7 +92,10 @@ def sweep(client: FakeClient, cls: type[okt.Reconciler], n: int, profile: cProfi
     if profile is not None:
         profile.disable()
     writes = client.stats.writes(before)
-    if writes:
+    if first:
+        if not writes:
+            raise SystemExit("the first pass wrote nothing")
+    elif writes:
         raise SystemExit(f"the sweep of converged objects wrote {writes} times: {client.stats.by_verb(before)}")
     return spent
 
@@ -87,8 +106,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=3, help="timed sweeps, median reported (default 3)")
     parser.add_argument("--finalizer", action="store_true", help="the sample with its finalizer and inventory")
     parser.add_argument("--profile", action="store_true", help="print cProfile's top entries of one sweep")
+    parser.add_argument(
+        "--first-pass", action="store_true", help="time the pass that creates every child (each run a fresh server)"
+    )
     args = parser.parse_args(argv)
     logs.configure("json", stream=io.StringIO())  # as ``okt run`` logs by default (info), into memory
+
+    if args.first_pass:
+        first_pass(args)
+        return
 
     client, cls = converged(args.n, args.finalizer)
     sweep(client, cls, args.n, None)  # warm: the first sweep's one-off costs (imports, compiled templates)
@@ -103,6 +129,28 @@ def main(argv: list[str] | None = None) -> None:
     per = [s / args.n * 1e6 for s in spent]
     print(
         f"{args.n} converged reconciles, 0 writes: {statistics.median(per):.0f} µs of CPU each "
+        f"(median of {args.runs}: {', '.join(f'{p:.0f}' for p in per)})"
+    )
+
+
+def first_pass(args: argparse.Namespace) -> None:
+    """The first pass over ``n`` objects, each run over a fresh fake server (after one run to warm)."""
+    client, cls = unreconciled(min(args.n, 50), args.finalizer)
+    sweep(client, cls, min(args.n, 50), None, first=True)  # warm: imports, compiled templates
+    if args.profile:
+        profile = cProfile.Profile()
+        client, cls = unreconciled(args.n, args.finalizer)
+        sweep(client, cls, args.n, profile, first=True)
+        stats = pstats.Stats(profile).sort_stats("cumulative")
+        stats.print_stats(40)
+        stats.sort_stats("tottime").print_stats(30)
+        return
+    per = []
+    for _ in range(args.runs):
+        client, cls = unreconciled(args.n, args.finalizer)
+        per.append(sweep(client, cls, args.n, None, first=True) / args.n * 1e6)
+    print(
+        f"{args.n} first reconciles, creating their children: {statistics.median(per):.0f} µs of CPU each "
         f"(median of {args.runs}: {', '.join(f'{p:.0f}' for p in per)})"
     )
 

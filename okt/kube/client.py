@@ -108,6 +108,17 @@ def _has_long_key(value: Any) -> bool:
     return False
 
 
+def _may_hold_long_key(text: str) -> bool:
+    """Whether the JSON ``text`` may hold a key of more than :data:`_LONG_KEY` characters, read from the text alone
+    (every write of every child is checked; a long key is the rare case, and the walk of :func:`_has_long_key` costs
+    as much as writing the text): only where some string of it is that long. Without an escaped quote in the text,
+    every other part between its quotes is one string whole; with one (or a backslash ending a string), a string may
+    span several parts, and only the walk tells."""
+    if '\\"' in text:
+        return True
+    return max(map(len, text.split('"')[1::2]), default=0) + 2 > _LONG_KEY
+
+
 def _with_key_indicators(value: Any) -> str:
     """``value`` as compact JSON, but each long key written after YAML's ``? `` (an explicit key, of any length)."""
     if isinstance(value, dict):
@@ -132,7 +143,7 @@ def yaml_safe_json(body: Any) -> str:
     escaped.
     """
     text = json.dumps(body, separators=(",", ":"), allow_nan=False)
-    if len(text) > _LONG_KEY and _has_long_key(body):  # a long body only may hold a long key
+    if len(text) > _LONG_KEY and _may_hold_long_key(text) and _has_long_key(body):
         text = _with_key_indicators(body)
     if "\\ud" not in text:  # json.dumps writes lowercase hex: no surrogate escape at all (nearly every body)
         return text

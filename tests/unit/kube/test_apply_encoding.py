@@ -3,6 +3,8 @@ surrogates must be written so that YAML reads them (JSON's surrogate-pair escape
 
 from __future__ import annotations
 
+import json
+
 import hypothesis
 import yaml
 from hypothesis import strategies as st
@@ -46,3 +48,15 @@ KEYS = st.text(max_size=20)
 def test_any_text_without_lone_surrogates_reads_back_unchanged(value: object) -> None:
     body = {"v": value}
     assert yaml.safe_load(yaml_safe_json(body)) == body
+
+
+def test_a_long_key_of_quotes_and_backslashes_reads_back_unchanged() -> None:
+    # JSON escapes each character: no part of the text between two quotes is as long as the key, which is longer than
+    # YAML reads without a key indicator all the same.
+    value = {"spec": {'"' * 300 + "\\" * 300: "v", "k": 'a"b'}}
+    assert yaml.safe_load(yaml_safe_json(value)) == value
+
+
+def test_a_long_value_beside_short_keys_is_written_as_plain_json() -> None:
+    value = {"spec": {"data": "v" * 5000, "n": [1] * 600}}
+    assert yaml_safe_json(value) == json.dumps(value, separators=(",", ":"))

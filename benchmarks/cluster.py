@@ -1,9 +1,5 @@
-"""What the harness itself does on the cluster: the namespace, the N custom resources and their spec changes.
-
-Why this exists: the harness's own requests must be the same for every contender and must never be counted for one.
-They go through an admin :class:`okt.kube.client.Client` (the control plane's admin token user, which no contender
-uses), from a thread pool of the same size for every contender.
-"""
+"""What the harness itself does on the cluster: the namespace, the N custom resources and their spec changes, as the
+admin user (never counted for a contender), from a thread pool of the same size for every contender."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The contenders and how each is launched: same job, same concurrency, own process, own identity.
-
-Why this exists: the harness treats contenders alike; what differs — the command line, the environment — lives
-here, in one table. Every contender is given a kubeconfig for its own token user (the audit log attributes its
-requests by that name), the namespace to watch, and ``workers`` concurrent reconciles (Kopf reads
-``$OKT_BENCH_WORKERS`` into ``settings.execution.max_workers``).
-"""
+"""The contenders and how each is launched: same job, same concurrency, own process, own identity (see
+"What is compared" in ``benchmarks/README.md``)."""
 
 from __future__ import annotations
 

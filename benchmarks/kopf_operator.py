@@ -1,12 +1,7 @@
 """The memcached operator written with Kopf, the way a Kopf user writes it: the benchmark's Kopf contender.
 
-Why this exists: comparing okt with the most used Python operator framework is only honest if the Kopf side is an
-idiomatic, careful Kopf operator — not a strawman: one handler for create, update and resume; children adopted with
-``kopf.adopt`` and written through pykube, read first and only created when missing or patched when they drifted; the
-status patched through Kopf only when it changes. Kopf's settings stay at their defaults except the concurrency:
-``settings.execution.max_workers`` = ``$OKT_BENCH_WORKERS``, the thread pool of synchronous handlers.
-``settings.queueing.worker_limit`` stays unbounded: its per-object queue workers outlive their last event by
-``idle_timeout`` (5 s), so a limit of 8 would admit only 8 objects per 5 s — a throttle, not a concurrency setting.
+Idiomatic, not a strawman: one handler for create, update and resume, children adopted and read before a write,
+status patched only when it changes; settings (and why ``worker_limit`` stays unbounded) in ``benchmarks/README.md``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The objects every non-okt contender writes for one Memcached: the same children as the okt memcached sample.
 
-Why this exists: a comparison is only fair if every contender writes the same objects. The Kopf operator and the raw
-floor build their children here, as plain dicts, from the sample's own templates (``samples/memcached/manifests/``)
-with what the sample's resources set from the custom resource: names, replicas, image, and the memcached settings
-of the size tier. The templates are read with a plain substitution of ``{{ cr.name }}`` (their only placeholder), not
-Jinja: the floor must not carry a template engine it does not need. Pure functions, a fresh dict every call.
+Built from the sample's own templates (``samples/memcached/manifests/``) with a plain substitution of
+``{{ cr.name }}``, not Jinja: the floor must not carry a template engine. Pure functions, a fresh dict every call.
 """
 
 from __future__ import annotations

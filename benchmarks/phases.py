@@ -1,31 +1,7 @@
 """Two phases of the scale benchmark that only okt has: fresh events first, and the warm standby's failover.
 
-Why this exists: at N converged objects, a restart makes okt reconcile every one of them once (the sweep). okt puts
-the sweep in a low-priority lane of its work queue so that a resource created meanwhile is not stuck behind
-thousands of converged ones; and with leader election, a standby fills its caches before it holds the Lease, so a
-failover does not relist. Both are claims about time at scale, measured here on the memcached job of
-:mod:`benchmarks.scale`, with the targets beside the figures:
-
-* **fresh events first**: the operator is restarted over the N converged objects; 1 s after it started reconciling
-  (its caches synced: a resource created earlier would be in its initial list, so part of the sweep, not a fresh
-  event) a new Memcached is created; the time until it is ``Ready=True`` (target: :data:`FRESH_TARGET` s). Whether
-  the sweep was still running then is read, not assumed: the operator's ``/metrics`` is scraped as soon as the
-  harness saw the new object Ready, and ``okt_workqueue_depth_by_priority{priority="sweep"}`` (keys of the sweep
-  still waiting) above 0 then means it was above 0 at that moment too (nothing adds to the sweep lane after the
-  initial list, short of a resync); the reconciles done since the restart are recorded beside it;
-* **warm standby**: a second process (a token user of its own, so the audit log tells the two apart) starts beside
-  the leader and is waited for until it logs that its caches are synced and it competes for the Lease; the leader is
-  killed with SIGKILL (no release of the Lease: the standby must wait for it to expire), one Memcached's
-  ``spec.size`` is changed at once, and the time until that object is ``Ready=True`` for its new generation is the
-  failover-to-first-reconcile (target: okt's lease duration, read from :class:`okt.runtime.manager.Manager`'s
-  default, plus :data:`FAILOVER_SLACK` s). Beside it: when the standby logged ``became leader``, the killed leader's
-  requests received after the kill and the standby's writes before it led, other than taking the Lease (both must
-  be 0: never two writers).
-
-Both run with ``--leader-elect`` and ``/metrics`` on a free local port, on a fresh control plane of their own after
-the contender's usual measurement (N objects converged by a process without leader election first, so the phase
-starts from the same state as the restart phase of :mod:`benchmarks.run`). The raw floor and Kopf have neither a
-priority lane nor leader election: they are recorded as not applicable.
+Both are claims about time at scale, measured on a fresh control plane after the contender's usual measurement, with
+the targets beside the figures; what each phase does is in "The scale run" of ``benchmarks/README.md``.
 """
 
 from __future__ import annotations

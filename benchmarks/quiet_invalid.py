@@ -1,10 +1,8 @@
 """An invalid spec left alone: after its first report, how many writes does okt send? (Target: 0.)
 
-``python -m benchmarks.quiet_invalid --minutes 5`` starts an audited control plane, runs the memcached sample as a
-user starts it (``okt run``, its own token user so the audit log tells its requests apart), creates one Memcached
-whose spec the operator refuses (``InvalidSpec``) beside a valid one, waits for the refusal to be reported
-(Ready=False), then leaves everything alone for the given minutes — restarting the operator halfway, and editing a
-child of the valid object — and counts the operator's writes concerning the invalid object in the audit log.
+``python -m benchmarks.quiet_invalid --minutes 5``: ``okt run`` (its own token user) over a refused Memcached beside a
+valid one; once the refusal is reported, everything is left alone (the operator restarted halfway, a child of the
+valid object edited) and the operator's writes are counted from the audit log.
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
 """The raw floor: the memcached job done with no framework — one watch, a thread pool, and the minimum of writes.
 
-Why this exists: a framework's cost only means something next to what the job costs without one. This process lists
-and watches the Memcached objects of one namespace and, with a ``ThreadPoolExecutor`` of the same size as the other
-contenders' workers, sends 3 creates and a status patch for a new custom resource, a Deployment patch (plus the
-ConfigMap when the size moves to another settings tier) and a status patch for a spec change, and nothing for an
-object whose ``status.observedGeneration`` is current. No cache, no read before a write, no retry policy beyond "try
-again on the next event", no events, no metrics: a lower bound, not an operator anyone should ship.
-
-With ``--list-everything`` it only lists the custom resources and the three child kinds of the namespace, one plain
-list each, prints how many objects it read and exits: timed from its start to its exit by the harness, what an operator
-holding its children in a cache pays at the least before a restart can tell a converged object from a drifted one.
-
-With ``--okt-shaped`` it writes the objects okt writes (okt's five conditions and ``availableReplicas`` in the
-status, okt's owner label and checksum annotation on the children): the same number of writes, which tells the cost
-of the framework apart from the cost of the larger objects.
+A framework's cost only means something next to the job's cost without one; what it writes, ``--okt-shaped`` and
+``--list-everything`` are described in ``benchmarks/README.md``. A lower bound, not an operator anyone should ship.
 """
 
 from __future__ import annotations

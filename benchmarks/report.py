@@ -1,11 +1,7 @@
 """Machine facts, the median over rounds, and the two outputs: the markdown page and the JSON document.
 
-Why this exists: a benchmark number without the machine, the date, N and the number of rounds is an anecdote. Every
-report carries them; the JSON keeps every round's raw figures (so a reader can recompute anything), the markdown shows
-the medians side by side with the ratio to the raw floor.
-
-Guarantees: the median of a figure is taken over the rounds that converged; a contender whose every round failed is
-shown with its error instead of numbers; ratios are only computed against a floor that converged.
+A number without the machine, the date, N and the rounds is an anecdote; medians are taken over the rounds that
+converged, and ratios only against a floor that converged.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """The benchmark harness: ``python -m benchmarks.run --n 200`` — okt, Kopf and the raw floor, side by side.
 
-Why this exists: to measure, the same way for everyone, what an operator framework costs on the way to convergence,
-at rest, and on a change. Contenders take turns (the order rotates every round); every measurement gets a fresh local
-control plane (empty etcd, its own audit log), so none inherits what the one before it left behind; each contender
-runs as its own process under its own token user. The phases of one measurement (start, converge, restart, spec
-change) are described in ``benchmarks/README.md`` and in each phase's docstring.
-
-Guarantees: every wait is bounded (timeouts grow with N; ``--timeout-scale`` stretches them) and ends with a message
-naming the contender, the phase and what was last seen; operator processes are always stopped (and die with the
-harness in any case); a failed measurement is recorded with its error and the run goes on; the exit status is 1 if
-any measurement failed. Outputs: ``benchmarks/results/n<N>.json`` (or ``--json``) and ``docs/benchmarks.md`` (or
-``--markdown``), the page showing this run and the other sizes' JSON found next to it; the page is printed at the end.
-With ``--mix`` (the realistic mix, :attr:`Settings.mix`) both go to ``benchmarks/results/mix/``.
+Measures the same way for everyone what a framework costs to converge, at rest and on a change; the method, the
+phases and the guarantees (bounded waits naming contender and phase, operators always stopped, a failed measurement
+recorded and the run going on, exit status 1) are in ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
@@ -173,14 +164,8 @@ class Bench:
 
     @contextlib.contextmanager
     def fresh_plane(self, user: str, *more_users: str) -> Iterator[None]:
-        """A new control plane (empty etcd, CRD installed before the controller manager) for one measurement.
-
-        Why one per measurement: a contender that runs after another inherits what the first left behind — etcd's
-        uncompacted history of thousands of deleted objects, the API server's grown heap, garbage collection still
-        settling — and measured up to 40 % slower for it (the same contender, N=1000, first or second on a shared
-        control plane). A fresh one gives every contender the same start, whatever the order. ``more_users`` get
-        tokens too (two processes told apart in the audit log).
-        """
+        """A new control plane (empty etcd, CRD installed before the controller manager) for one measurement, so none
+        inherits what the one before left (see ``benchmarks/README.md``); ``more_users`` get tokens too."""
         tokens = [envtest.TokenUser(u, secrets.token_hex(16), ("system:masters",)) for u in (user, *more_users)]
         s = self.settings
         with envtest.ControlPlane(

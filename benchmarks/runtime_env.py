@@ -1,10 +1,5 @@
-"""The operators run from a runtime-only virtualenv, as they would ship in a container.
-
-Why: the project's own venv also holds the dev and docs tools (import-linter brings rich and pygments, which
-structlog imports when present). Measuring an operator's memory there would charge it for tools it never ships with.
-The runtime venv holds okt (installed from this checkout, without extras) and kopf, nothing else; it lives in the
-cache directory and is refreshed with okt's current code on every run.
-"""
+"""The operators run from a runtime-only virtualenv, as they would ship in a container: the project's venv also holds
+the dev tools, whose memory no operator should be charged for. It holds okt (from this checkout) and kopf only."""
 
 from __future__ import annotations
 

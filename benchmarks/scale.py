@@ -1,19 +1,8 @@
 """The scale benchmark: ``python -m benchmarks.scale --n 1000 3000 10000`` — how okt's cost grows with N.
 
-Why this exists: okt at the raw floor for 1000 objects says little about 10,000; what an operator in the field meets
-is memory per cached object, a restart over many converged objects and a change on all of them. This runs the
-measurement of :mod:`benchmarks.run` at each N, with the realistic mix (:attr:`benchmarks.run.Settings.mix`), and
-prints the curve: per N and contender the figures of :data:`COLUMNS`, among them the memory per cached object (a CR
-and its three children are four) above the operator's RSS when it was ready; and the growth per 1000 objects between
-consecutive sizes.
-
-The raw floor runs first at each N; Kopf runs after it, given three times the floor's convergence time (it is
-recorded as not finished otherwise, and skipped at the larger sizes once it did not finish).
-
-Each okt contender then runs the two phases of :mod:`benchmarks.phases` unless ``--skip-phases``; they are printed in
-a table of their own, each figure beside its target.
-
-Outputs: ``benchmarks/results/scale.json`` (or ``--json``) with every measurement, and the tables on stdout.
+Runs :mod:`benchmarks.run`'s measurement at each N with the realistic mix (the floor first, Kopf within
+:data:`KOPF_LIMIT` times its time), then okt's two phases of :mod:`benchmarks.phases`, and prints the tables: see
+"The scale run" in ``benchmarks/README.md``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """The CPU one converged reconcile costs: the memcached sample's restart sweep, in process, with no API server.
 
-Why this exists: after a restart okt reconciles every primary it lists, and nearly all of them are converged — each
-finds its children in place and writes nothing. At 10,000 objects that sweep is most of a restart's time
-(``benchmarks/scale.py``), and its cost is okt's own CPU: the reconciler's core, the Stepper, every child's desired
-state and comparison, the status report, the cache's reads. This measures it alone: ``N`` Memcached objects in a
-:class:`okt.testing.FakeClient`, converged by one first pass, listed into a :class:`okt.runtime.cache.Cache`, then
-reconciled once more through the controller's own ``process`` — the path a sweep's worker runs — timed with
-``time.process_time``. It checks that the second pass wrote nothing.
-
-``--first-pass`` times the pass before it instead, which creates every child — a start over objects okt never
-reconciled (the sweep of a convergence) — through the same ``process``: its CPU counts the fake API server's own work
-of each write (its copies, defaults and validation), which ``--profile`` shows apart.
-
-Run: ``python -m benchmarks.sweep_cost --n 2000`` (``--profile`` prints cProfile's top entries of the timed pass).
+``N`` Memcached objects in a :class:`okt.testing.FakeClient`, converged once, listed into a cache, then reconciled
+again through the controller's ``process`` (a sweep's path), timed with ``time.process_time``; the second pass must
+write nothing. ``--first-pass`` times the pass before it instead, which creates every child (the fake's own work of
+each write counted: ``--profile`` shows it apart). Run: ``python -m benchmarks.sweep_cost --n 2000`` (``--profile``:
+cProfile's top entries).
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """Timers keep their period; daemons stop soon after their object is deleted. (Targets: ±20 %, 2 s.)
 
-``python -m benchmarks.timers_daemons --seconds 60 --period 5`` starts a local control plane, runs one reconciler
-under an :class:`okt.Manager` in this process with an ``@okt.every(seconds=PERIOD)`` timer and an ``@okt.daemon``,
-creates a few objects and:
-
-* records when each timer tick starts, per object, for ``--seconds``: the intervals between consecutive ticks of
-  one object, against the period (mean, min, max; every interval must be within ±20 % of the period);
-* then deletes the objects one by one and records, for each, the time from the deletion request to the moment its
-  daemon saw its stop event (every one must be within 2 s).
-
-A measurement, not a test: it prints a table and writes ``benchmarks/results/timers_daemons.json``.
+``python -m benchmarks.timers_daemons --seconds 60 --period 5``: one reconciler with an ``@okt.every`` timer and an
+``@okt.daemon`` under an in-process Manager; the intervals between one object's ticks against the period, then the
+time from each deletion to its daemon's stop event. A measurement, not a test: writes ``results/timers_daemons.json``.
 """
 
 from __future__ import annotations

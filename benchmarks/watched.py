@@ -1,19 +1,9 @@
 """The harness's view of one namespace, kept from watches: which custom resources are Ready, whose children exist.
 
-Why this exists: the harness must know the moment a contender is done without loading the API server it measures.
-Judging from lists every 0.2 s cost the API server a quorum read, a decode and a JSON encoding of every object each
-time — at N=1000 a few MB five times a second, on the same two cores as the contender, and longer for a slower
-contender (the tax grew with the very time it was measuring). A watch costs one encoded event per change instead.
-
-Guarantees:
-
-* one of okt's informers per kind (the custom resources and the three child kinds) lists, then watches, resumes a
-  watch that ends and relists when its version is gone (410) — so a missed event is never assumed;
-* a child "exists" when an object of that kind carries a controller ownerReference to the custom resource's uid —
-  the judgement does not depend on how a contender names its children;
-* each "yes" of :meth:`WatchedNamespace.converged` and :meth:`WatchedNamespace.replicas_are` is confirmed by the
-  same judgement over fresh lists (at most once per :data:`CONFIRM_INTERVAL`) before it counts, so a bug in the
-  watched view could delay a verdict but never fake it.
+Watches, not lists every 0.2 s, so the harness does not load the API server it measures (``benchmarks/README.md``,
+"How it is measured"). A child counts by its controller ownerReference to the CR's uid, whatever its name; each "yes"
+is confirmed over fresh lists (at most once per :data:`CONFIRM_INTERVAL`), so the view can delay a verdict, never fake
+it.
 """
 
 from __future__ import annotations

@@ -14,8 +14,7 @@ from typing import Any
 
 from prometheus_client import parser as prom_parser
 
-from benchmarks import cluster, contenders, manifests, run, watched
-from okt import errors
+from benchmarks import cluster, contenders, manifests, run
 from okt.runtime import manager
 from okt.testing import audit, envtest, process
 
@@ -222,14 +221,10 @@ def measure(bench: run.Bench, contender: contenders.Contender, converged: bool) 
     result: dict[str, Any] = {"contender": contender.key, "namespace": namespace, "error": None}
     m = run.Measurement(contender, user, namespace, f"[phases {contender.key}]")
     try:
-        with bench.fresh_plane(user, standby_user):
-            cluster.create_namespace(bench.client, namespace)
-            with bench.started(m, "phases-converge") as first:
-                m.view = watched.WatchedNamespace(bench.client, namespace, bench.settings.n).start()
-                bench.converge(m, first)
-                result["fresh_first"], leader = fresh_first(bench, m)
-                result["failover"] = failover(bench, m, leader, standby_user)
-    except (cluster.BenchError, envtest.ControlPlaneError, errors.OktError, OSError) as exc:
-        result["error"] = f"{type(exc).__name__}: {exc}"
-        run.say(f"{m.tag} FAILED: {result['error']}")
+        with bench.started(m, "phases-converge", standby_user) as first:
+            bench.converge(m, first)
+            result["fresh_first"], leader = fresh_first(bench, m)
+            result["failover"] = failover(bench, m, leader, standby_user)
+    except run.MEASUREMENT_ERRORS as exc:
+        result["error"] = run.failure(m.tag, exc)
     return result

@@ -36,6 +36,8 @@ CONTROLLERS = ("garbagecollector", "namespace", "deployment")
 OBJECTS_PER_CR = 4
 """Objects of the job per Memcached: the CR, its ConfigMap, Service and Deployment."""
 T = TypeVar("T")
+Detail = Callable[[], str] | None
+"""What a bounded wait says it last saw, when it runs out."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -97,7 +99,7 @@ def until(
     what: str,
     *,
     interval: float = watched.POLL_INTERVAL,
-    detail: Callable[[], str] | None = None,
+    detail: Detail = None,
     alive: process.OperatorProcess | None = None,
 ) -> T:
     """Ask ``predicate`` until it gives something true, and return that: a timeout is a BenchTimeout, and ``alive``
@@ -120,9 +122,27 @@ def check_alive(proc: process.OperatorProcess, what: str) -> None:
         raise cluster.BenchError(f"{proc.name} exited ({proc.returncode}) during {what}:\n{proc.tail()}")
 
 
-def poll(predicate: Callable[[], bool], timeout: float, what: str, detail: Callable[[], str] | None = None) -> float:
-    """Ask ``predicate`` until it is true; returns the wall-clock time it first was (a timeout is a BenchTimeout)."""
-    return until(lambda: time.time() if predicate() else None, timeout, what, detail=detail)
+def poll(
+    predicate: Callable[[], bool],
+    timeout: float,
+    what: str,
+    *,
+    interval: float = watched.POLL_INTERVAL,
+    detail: Detail = None,
+) -> float:
+    """Ask ``predicate`` until it is true, as :func:`until` does; returns the wall-clock time it first was."""
+    return until(lambda: time.time() if predicate() else None, timeout, what, interval=interval, detail=detail)
+
+
+MEASUREMENT_ERRORS = (cluster.BenchError, envtest.ControlPlaneError, errors.OktError, OSError)
+"""What ends a measurement, recorded as its error; the run goes on."""
+
+
+def failure(tag: str, exc: BaseException) -> str:
+    """``exc`` as a failed measurement records it, said with its ``tag``."""
+    error = f"{'control plane: ' if isinstance(exc, envtest.ControlPlaneError) else ''}{type(exc).__name__}: {exc}"
+    say(f"{tag} FAILED: {error}")
+    return error
 
 
 @dataclasses.dataclass
@@ -212,10 +232,11 @@ class Bench:
         user: str,
         since: float,
         what: str,
-        timeout: float,
+        timeout: float | None = None,
         quiet: float = QUIET_SECONDS,
     ) -> float:
         """Wait until ``proc`` sent no request and used no CPU for ``quiet`` s; returns when it became idle."""
+        timeout = timeout or self.settings.timeout(60, 0.3)
         last = {"request": since, "busy": since}
 
         def idle_since() -> float | None:
@@ -230,6 +251,11 @@ class Bench:
             return f"last request {request:.1f}s ago, last busy CPU interval {cpu:.1f}s ago"
 
         return until(idle_since, timeout, f"{proc.name} idle after {what}", interval=0.25, detail=busy, alive=proc)
+
+    def requests(self, m: Measurement, start: float, end: float) -> dict[str, Any]:
+        """``m``'s requests from ``start`` to ``end``, once the audit log has been written past ``end``."""
+        self.audit.settle(end)
+        return self.audit.counts(m.user, start, end).to_json()
 
     def wait_ready(self, proc: process.OperatorProcess, user: str, ready_line: str | None = None) -> float:
         """Wait until ``proc`` watches the custom resources (or logged ``ready_line``), then until it is idle."""
@@ -253,18 +279,20 @@ class Bench:
     # -- one measurement -------------------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def started(self, m: Measurement, tag: str) -> Iterator[process.OperatorProcess]:
-        """``m``'s contender launched (``tag``) and ready; at the end, every process it ran is stopped and the
-        harness's view of its namespace closed."""
-        try:
-            first = self.launch(m, tag)
-            self.wait_ready(first, m.user, m.contender.ready_line)
-            yield first
-        finally:
-            for proc in m.running:
-                proc.stop()
-            if m.view is not None:
-                m.view.close()
+    def started(self, m: Measurement, tag: str, *more_users: str) -> Iterator[process.OperatorProcess]:
+        """A fresh control plane holding ``m``'s namespace, and ``m``'s contender launched there (``tag``) and ready;
+        at the end every process it ran is stopped and the harness's view of its namespace closed."""
+        with self.fresh_plane(m.user, *more_users):
+            cluster.create_namespace(self.client, m.namespace)
+            try:
+                first = self.launch(m, tag)
+                self.wait_ready(first, m.user, m.contender.ready_line)
+                yield first
+            finally:
+                for proc in m.running:
+                    proc.stop()
+                if m.view is not None:
+                    m.view.close()
 
     def measure(self, contender: contenders.Contender, round_no: int) -> dict[str, Any]:
         """The phases in order, on one namespace of a fresh control plane; a failure ends the measurement with its
@@ -280,48 +308,38 @@ class Bench:
             "error": None,
         }
         try:
-            with self.fresh_plane(user):
-                cluster.create_namespace(self.client, namespace)
-                try:
-                    with self.started(m, "converge") as first:
-                        result["ready_rss_mib"] = memory(first)["rss_mib"]
-                        say(f"{m.tag} ready; creating {self.settings.n} Memcached objects")
-                        m.view = watched.WatchedNamespace(self.client, namespace, self.settings.n).start()
-                        result["converge"] = self.converge(m, first)
-                        result["converged"] = True
-                        second = self.launch(m, "restart")
-                        result["restart"] = self.restart(m, second)
-                        result["spec_change"] = self.spec_change(m, second)
-                except (cluster.BenchError, errors.OktError, OSError) as exc:
-                    result["error"] = f"{type(exc).__name__}: {exc}"
-        except (envtest.ControlPlaneError, errors.OktError, OSError) as exc:
-            result["error"] = result["error"] or f"control plane: {type(exc).__name__}: {exc}"
-        if result["error"]:
-            result["converged"] = False
-            say(f"{m.tag} FAILED: {result['error']}")
+            with self.started(m, "converge") as first:
+                result["ready_rss_mib"] = memory(first)["rss_mib"]
+                say(f"{m.tag} ready; creating {self.settings.n} Memcached objects")
+                result["converge"] = self.converge(m, first)
+                result["converged"] = True
+                second = self.launch(m, "restart")
+                result["restart"] = self.restart(m, second)
+                result["spec_change"] = self.spec_change(m, second)
+        except MEASUREMENT_ERRORS as exc:
+            result["converged"], result["error"] = False, failure(m.tag, exc)
         return result
 
     # -- the phases ----------------------------------------------------------------------------------------------
 
     def converge(self, m: Measurement, first: process.OperatorProcess) -> dict[str, Any]:
-        """N objects created at once: the time until all converged, then the operator's requests from its start to
-        its stop (once idle), its CPU and memory, and the control plane's CPU."""
-        s, view = self.settings, m.seen
+        """N objects created at once (watched from now on): the time until all converged, then the operator's
+        requests from its start to its stop (once idle), its CPU and memory, and the control plane's CPU."""
+        s = self.settings
+        m.view = view = watched.WatchedNamespace(self.client, m.namespace, s.n).start()
         plane_before = self.plane_cpu()
         started = cluster.create_custom_resources(self.client, m.namespace, s.n, s.sizes(), s.workers)
         limit = self.converge_limits.get(m.contender.key, s.timeout(120, 1.5))
         converged_at = poll(view.converged, limit, f"{m.contender.key} to converge", detail=lambda: view.last)
         plane_converge = self.plane_cpu(since=plane_before)
-        idle_at = self.wait_idle(first, m.user, started, "convergence", s.timeout(60, 0.3))
+        idle_at = self.wait_idle(first, m.user, started, "convergence")
         used = memory(first)
         cpu = round(first.cpu_seconds(), 2)
         first.stop()
-        stopped_at = time.time()
-        self.audit.settle(stopped_at)
         figures: dict[str, Any] = {
             "seconds": round(converged_at - started, 3),
             "settle_seconds": round(max(0.0, idle_at - converged_at), 3),
-            "requests": self.audit.counts(m.user, first.started_at, stopped_at).to_json(),
+            "requests": self.requests(m, first.started_at, time.time()),
             "cpu_seconds": cpu,
             "control_plane_cpu_seconds": plane_converge,
             **used,
@@ -337,15 +355,14 @@ class Bench:
         plane_before, plane_from = self.plane_cpu(), time.time()
         window_end = second.started_at + s.steady_seconds
         self.sleep_alive(second, window_end, "the restart window")
-        idle_at = self.wait_idle(second, m.user, second.started_at, "the restart", s.timeout(60, 0.3))
+        idle_at = self.wait_idle(second, m.user, second.started_at, "the restart")
         plane_restart, plane_to = self.plane_cpu(since=plane_before), time.time()
         counted_until = max(window_end, idle_at)
-        self.audit.settle(counted_until)
-        restart_counts = self.audit.counts(m.user, second.started_at, counted_until)
+        requests = self.requests(m, second.started_at, counted_until)
         used = memory(second)
         figures: dict[str, Any] = {
             "window_seconds": round(counted_until - second.started_at, 3),
-            "requests": restart_counts.to_json(),
+            "requests": requests,
             "idle_after_seconds": round(idle_at - second.started_at, 3),
             "cpu_seconds": round(second.cpu_seconds(), 2),
             # What else the machine did meanwhile: the Pod work the convergence left the controller manager (at
@@ -359,7 +376,7 @@ class Bench:
             figures["list_everything_seconds"] = self.list_everything(m)
             figures["list_everything_control_plane_cpu_seconds"] = self.plane_cpu(since=plane_before)
         say(
-            f"{m.tag} restart: {restart_counts.writes} writes in {figures['window_seconds']:.0f}s, idle after "
+            f"{m.tag} restart: {requests['writes']} writes in {figures['window_seconds']:.0f}s, idle after "
             f"{figures['idle_after_seconds']:.2f}s; changing spec.size on all"
         )
         return figures
@@ -371,12 +388,8 @@ class Bench:
         kubeconfig = self.kubeconfig(m)
         lister = contenders.LISTER.launch(kubeconfig, m.namespace, 1, self.logs, "list", self.bin_dir).start()
         try:
-            ended = until(
-                lambda: time.time() if lister.returncode is not None else None,
-                self.settings.timeout(60, 0.1),
-                f"{lister.name} to exit",
-                interval=0.01,
-            )
+            timeout = self.settings.timeout(60, 0.1)
+            ended = poll(lambda: lister.returncode is not None, timeout, f"{lister.name} to exit", interval=0.01)
         finally:
             lister.stop()  # nothing to do once it exited
         expected = f"raw-floor: listed {OBJECTS_PER_CR * self.settings.n}\n"  # the whole line: 40000 is not 4000
@@ -395,14 +408,13 @@ class Bench:
         what = f"{m.contender.key} to roll out spec.size={cluster.describe_sizes(target)}"
         rolled_at = poll(lambda: view.replicas_are(target), s.timeout(120, 1.0), what, detail=lambda: view.last)
         plane_change = self.plane_cpu(since=plane_before)
-        self.wait_idle(second, m.user, changed, "the spec change", s.timeout(60, 0.3))
+        self.wait_idle(second, m.user, changed, "the spec change")
         ended = time.time()
         used = memory(second)
         cpu = second.cpu_seconds()
-        self.audit.settle(ended)
         figures: dict[str, Any] = {
             "seconds": round(rolled_at - changed, 3),
-            "requests": self.audit.counts(m.user, changed, ended).to_json(),
+            "requests": self.requests(m, changed, ended),
             "cpu_seconds": round(cpu - cpu_before, 2),
             "process_cpu_seconds": round(cpu, 2),
             "control_plane_cpu_seconds": plane_change,

@@ -112,6 +112,16 @@ def add_ratios(summaries: dict[str, dict[str, Any]], floor_key: str = "raw") -> 
                 summary[f"{phase}_ratio"] = round(mine / base, 2)
 
 
+def row(*cells: object) -> str:
+    """One row of a markdown table (its header too)."""
+    return "| " + " | ".join(map(str, cells)) + " |"
+
+
+def rule(columns: int) -> str:
+    """The rule under a markdown table's header of ``columns`` columns, aligned left."""
+    return "|" + "---|" * columns
+
+
 def _n(value: float | None, digits: int = 1) -> str:
     if value is None:
         return "—"

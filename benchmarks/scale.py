@@ -118,38 +118,33 @@ def _cell(value: Any) -> str:
 
 def tables(document: Mapping[str, Any]) -> str:
     """The per-N table and the growth per 1000 objects between consecutive sizes, per contender."""
-    sizes = sorted(int(n) for n in document["sizes"])
     rows: dict[str, dict[int, dict[str, Any]]] = {}
-    lines = ["| N | contender | " + " | ".join(label for _, label in COLUMNS) + " |"]
-    lines.append("|" + "---|" * (len(COLUMNS) + 2))
-    for n in sizes:
+    lines = [report.row("N", "contender", *(label for _, label in COLUMNS)), report.rule(len(COLUMNS) + 2)]
+    for n in sorted(int(n) for n in document["sizes"]):
         results = document["sizes"][str(n)]
         floor = figures(results.get(contenders.RAW.key, {}), n)
         for key, result in results.items():
+            if not result.get("converged"):
+                lines.append(report.row(n, key, f"not finished: {str(result.get('error'))[:80]}"))
+                continue
             row: dict[str, Any] = dict(figures(result, n))
             row[RATIO] = _over(row.get("converge.seconds"), floor.get("converge.seconds"))
             listed = floor.get("restart.list_everything_seconds")
             row[RESTART_RATIO] = _over(row.get("restart.idle_after_seconds"), listed)
-            if not result.get("converged"):
-                lines.append(f"| {n} | {key} | not finished: {str(result.get('error'))[:80]} |")
-                continue
             rows.setdefault(key, {})[n] = row
-            lines.append(f"| {n} | {key} | " + " | ".join(_cell(row.get(col)) for col, _ in COLUMNS) + " |")
-    growth = ["", "Growth per 1000 objects (N CRs; 4N cached objects) between consecutive sizes:", ""]
+            lines.append(report.row(n, key, *(_cell(row.get(col)) for col, _ in COLUMNS)))
     labels = dict(COLUMNS)
-    growth.append("| contender | from N | to N | " + " | ".join(labels[col] for col in GROWTH) + " |")
-    growth.append("|" + "---|" * (len(GROWTH) + 3))
+    lines += ["", "Growth per 1000 objects (N CRs; 4N cached objects) between consecutive sizes:", ""]
+    lines += [report.row("contender", "from N", "to N", *(labels[col] for col in GROWTH)), report.rule(len(GROWTH) + 3)]
     for key, by_n in rows.items():
-        known = sorted(by_n)
-        for low, high in itertools.pairwise(known):
-            per = (high - low) / 1000
+        for low, high in itertools.pairwise(sorted(by_n)):
+            slopes = (_slope(by_n[low].get(col), by_n[high].get(col), (high - low) / 1000) for col in GROWTH)
+            lines.append(report.row(key, low, high, *slopes))
+    return "\n".join([*lines, "", phase_table(document)])
 
-            def slope(col: str, a: Mapping[str, Any] = by_n[low], b: Mapping[str, Any] = by_n[high]) -> str:
-                x, y = a.get(col), b.get(col)
-                return "-" if x is None or y is None else f"{(y - x) / per:.2f}"  # noqa: B023 - used at once
 
-            growth.append(f"| {key} | {low} | {high} | " + " | ".join(map(slope, GROWTH)) + " |")
-    return "\n".join(lines + growth + ["", phase_table(document)])
+def _slope(low: float | None, high: float | None, per: float) -> str:
+    return "-" if low is None or high is None else f"{(high - low) / per:.2f}"
 
 
 def _target(figures: Mapping[str, Any]) -> str:
@@ -198,8 +193,8 @@ def phase_table(document: Mapping[str, Any]) -> str:
         f"Ready) and warm standby (leader killed with SIGKILL, lease {phases.LEASE_DURATION:g} s: until the standby "
         "reconciled a change made at the kill):",
         "",
-        "| N | contender | " + " | ".join(header) + " |",
-        "|" + "---|" * (len(header) + 2),
+        report.row("N", "contender", *header),
+        report.rule(len(header) + 2),
     ]
     for n in sorted(int(n) for n in document["sizes"]):
         for key, result in document["sizes"][str(n)].items():
@@ -207,10 +202,11 @@ def phase_table(document: Mapping[str, Any]) -> str:
             if measured is None:
                 continue
             if measured.get("error"):
-                lines.append(f"| {n} | {key} | failed: {str(measured['error'])[:100]} |")
+                lines.append(report.row(n, key, f"failed: {str(measured['error'])[:100]}"))
                 continue
-            cells = _fresh_cells(measured["fresh_first"]) + _failover_cells(measured["failover"])
-            lines.append(f"| {n} | {key} | " + " | ".join(cells) + " |")
+            lines.append(
+                report.row(n, key, *_fresh_cells(measured["fresh_first"]), *_failover_cells(measured["failover"]))
+            )
     return "\n".join(lines)
 
 

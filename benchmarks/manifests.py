@@ -33,11 +33,7 @@ TIERS: tuple[tuple[int, str, int, int, int], ...] = (
 
 def tier(size: int) -> tuple[str, int, int, int]:
     """The memcached settings tier of a cluster of ``size`` replicas: (name, memory MB, connections, threads)."""
-    for largest, name, memory, connections, threads in TIERS:
-        if size <= largest:
-            return name, memory, connections, threads
-    _, name, memory, connections, threads = TIERS[-1]
-    return name, memory, connections, threads
+    return next((found for found in TIERS if size <= found[0]), TIERS[-1])[1:]
 
 
 @functools.cache
@@ -116,15 +112,13 @@ def ready_condition(
     generation: int, previous: Mapping[str, Any] | None = None, message: str = "every child is in place"
 ) -> dict[str, Any]:
     """A ``Ready=True`` condition for ``generation``; keeps the previous lastTransitionTime if it was already True."""
-    unchanged = previous is not None and previous.get("status") == "True"
+    kept = previous.get("lastTransitionTime") if previous is not None and previous.get("status") == "True" else None
     return {
         "type": "Ready",
         "status": "True",
         "reason": "Reconciled",
         "message": message,
-        "lastTransitionTime": str(previous["lastTransitionTime"])
-        if unchanged and previous is not None and previous.get("lastTransitionTime")
-        else now_rfc3339(),
+        "lastTransitionTime": str(kept) if kept else now_rfc3339(),
         "observedGeneration": generation,
     }
 

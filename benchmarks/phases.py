@@ -16,7 +16,7 @@ from prometheus_client import parser as prom_parser
 
 from benchmarks import cluster, contenders, manifests, run
 from okt.runtime import manager
-from okt.testing import audit, envtest, process
+from okt.testing import audit, conditions, envtest, process
 
 FRESH_DELAY = 1.0
 """Seconds after the restarted operator started reconciling that the fresh object is created."""
@@ -106,10 +106,9 @@ def wait_settled(proc: process.OperatorProcess, timeout: float) -> dict[str, Any
 def ready_at(bench: run.Bench, namespace: str, name: str, generation: int) -> bool:
     """Whether the Memcached ``name`` is ``Ready=True`` having observed ``generation``."""
     cr = bench.client.get(cluster.MEMCACHED, name, namespace)
-    status = cr.get("status") or {}
-    condition = manifests.find_condition(status, "Ready") or {}
-    observed = condition.get("observedGeneration", status.get("observedGeneration")) or 0
-    return manifests.is_ready(cr) and int(observed) >= generation
+    ready = conditions.condition(cr, "Ready") or {}
+    observed = ready.get("observedGeneration", (cr.get("status") or {}).get("observedGeneration")) or 0
+    return ready.get("status") == "True" and int(observed) >= generation
 
 
 def judged(seconds: float, target: float) -> dict[str, Any]:

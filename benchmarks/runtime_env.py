@@ -9,9 +9,8 @@ import subprocess
 import sys
 import tomllib
 
+from benchmarks.contenders import ROOT
 from okt.testing import build
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def venv_dir() -> pathlib.Path:

@@ -12,26 +12,23 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import pathlib
 import pstats
 import statistics
 import sys
 import time
 
 import okt
-from benchmarks import manifests
-from okt.kube import kinds
+from benchmarks import cluster, contenders, manifests
 from okt.runtime import cache as cache_mod
 from okt.runtime import controller as controller_mod
 from okt.runtime import logs
 from okt.testing import FakeClient
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "samples" / "memcached"))
+sys.path.insert(0, str(contenders.ROOT / "samples" / "memcached"))
 
-import memcached_operator  # noqa: E402
+import memcached_operator
 
-MEMCACHED = kinds.Kind(manifests.API_VERSION, manifests.KIND, manifests.PLURAL)
+MEMCACHED = cluster.MEMCACHED
 NAMESPACE = "sweep"
 
 

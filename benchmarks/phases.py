@@ -84,11 +84,8 @@ def wait_logged(proc: process.OperatorProcess, event: str, timeout: float) -> fl
 
 
 def wait_settled(proc: process.OperatorProcess, timeout: float) -> dict[str, Any]:
-    """Wait until ``proc``'s queue is empty and no worker is busy, on two scrapes a second apart.
-
-    Why not :meth:`benchmarks.run.Bench.wait_idle`: a leader renews its Lease every couple of seconds, so it never
-    goes without a request for long; its queue says when its work is done.
-    """
+    """Wait until ``proc``'s queue is empty and no worker is busy, on two scrapes a second apart (not
+    :meth:`benchmarks.run.Bench.wait_idle`: a leader renews its Lease every couple of seconds, never quiet for long)."""
     last: list[dict[str, Any]] = []
 
     def settled() -> bool:

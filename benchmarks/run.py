@@ -55,8 +55,7 @@ class Settings:
     logs_dir: pathlib.Path | None
     timeout_scale: float
     mix: bool = False
-    """The realistic mix: CRs ask for 1-3 replicas and the replicaset controller runs, so the control plane also does
-    the Pod work a cluster does; the spec change adds one replica to every CR."""
+    """The realistic mix (``--mix``, see ``benchmarks/README.md``)."""
 
     @property
     def controllers(self) -> tuple[str, ...]:
@@ -212,9 +211,7 @@ class Bench:
     # -- the operator's life -----------------------------------------------------------------------------------------
 
     def kubeconfig(self, m: Measurement) -> pathlib.Path:
-        """The contender's kubeconfig, as its token user. It sets ``disable-compression``: lists answered as they are
-        to an operator in the cluster (okt's in-cluster default), not gzipped; a client that does not read the field
-        asks for gzip as it always does."""
+        """The contender's kubeconfig, as its token user, with ``disable-compression`` (``benchmarks/README.md``)."""
         return self.plane.kubeconfig_for(self.tokens[m.user], self.logs / f"kubeconfig-{m.user}", compression=False)
 
     def launch(self, m: Measurement, tag: str) -> process.OperatorProcess:
@@ -349,8 +346,7 @@ class Bench:
 
     def restart(self, m: Measurement, second: process.OperatorProcess) -> dict[str, Any]:
         """A new process over the converged objects: when it became idle, and its requests from its start until then
-        or until ``steady_seconds`` have passed, whichever is later (a restart that is still syncing or sweeping when
-        the window ends is counted to its end: at 10,000 objects the sweep starts after 15 s)."""
+        or until ``steady_seconds`` have passed, whichever is later."""
         s = self.settings
         plane_before, plane_from = self.plane_cpu(), time.time()
         window_end = second.started_at + s.steady_seconds
@@ -365,9 +361,7 @@ class Bench:
             "requests": requests,
             "idle_after_seconds": round(idle_at - second.started_at, 3),
             "cpu_seconds": round(second.cpu_seconds(), 2),
-            # What else the machine did meanwhile: the Pod work the convergence left the controller manager (at
-            # 10,000 objects, one to one and a half cores for minutes after every CR is Ready) competes with a restart.
-            "control_plane_cpu_seconds": plane_restart,
+            "control_plane_cpu_seconds": plane_restart,  # the Pod work the convergence left competes with a restart
             "control_plane_window_seconds": round(plane_to - plane_from, 1),
             **used,
         }
@@ -382,9 +376,8 @@ class Bench:
         return figures
 
     def list_everything(self, m: Measurement) -> float:
-        """Seconds from the start to the exit of a process of the floor's client that lists the custom resources and
-        their children once (:func:`benchmarks.raw_floor.list_everything`): the least an operator that caches its
-        children pays before a restart can tell a converged object from a drifted one."""
+        """Seconds from the start to the exit of the floor's client listing the four kinds once
+        (:func:`benchmarks.raw_floor.list_everything`; why in ``benchmarks/README.md``)."""
         kubeconfig = self.kubeconfig(m)
         lister = contenders.LISTER.launch(kubeconfig, m.namespace, 1, self.logs, "list", self.bin_dir).start()
         try:
@@ -398,9 +391,8 @@ class Bench:
         return round(ended - lister.started_at, 3)
 
     def spec_change(self, m: Measurement, second: process.OperatorProcess) -> dict[str, Any]:
-        """``spec.size`` patched on all N: the time until every Deployment follows, the requests until the operator
-        is idle again, its CPU in that time (and since its start: the restart's too), its memory, and the control
-        plane's CPU."""
+        """``spec.size`` patched on all N: the time until every Deployment follows, then the requests, CPU and memory
+        until the operator is idle again, and the control plane's CPU."""
         s, view = self.settings, m.seen
         plane_before, cpu_before = self.plane_cpu(), second.cpu_seconds()
         target = s.new_sizes()

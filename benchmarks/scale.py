@@ -19,7 +19,6 @@ from benchmarks import contenders, phases, report, run, runtime_env
 
 DEFAULT_SIZES = (1000, 3000, 10000)
 CACHED_PER_CR = run.OBJECTS_PER_CR
-"""Objects okt caches per Memcached: the CR, its ConfigMap, Service and Deployment."""
 KOPF_LIMIT = 3.0
 """Kopf is measured where it converges within this many times the floor's convergence time."""
 

@@ -42,22 +42,21 @@ class Seen:
     def listed(cls, client: kube_client.Client, namespace: str, n: int) -> Seen:
         """The same view from one list per kind."""
         seen = cls(n)
-        for cr in client.list(cluster.MEMCACHED, namespace)[0]:
-            seen.custom(informer_mod.ADDED, cr)
-        for kind in cluster.CHILD_KINDS:
-            for child in client.list(kind, namespace)[0]:
-                seen.child(kind.kind, informer_mod.ADDED, child)
+        for kind in (cluster.MEMCACHED, *cluster.CHILD_KINDS):
+            for obj in client.list(kind, namespace)[0]:
+                seen.feed(kind, informer_mod.ADDED, obj)
         return seen
 
-    def custom(self, change: str, obj: dict[str, Any]) -> None:
-        uid = str((obj.get("metadata") or {}).get("uid", ""))
-        if change == informer_mod.DELETED:
-            self.ready.pop(uid, None)
-        else:
-            self.ready[uid] = manifests.is_ready(obj)
-
-    def child(self, kind: str, change: str, obj: dict[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
+    def feed(self, of: kinds.Kind, change: str, obj: dict[str, Any]) -> None:
+        """Take in one event (or listed item, as ``ADDED``) of the kind ``of``."""
+        meta, kind = obj.get("metadata") or {}, of.kind
+        if of is cluster.MEMCACHED:
+            uid = str(meta.get("uid", ""))
+            if change == informer_mod.DELETED:
+                self.ready.pop(uid, None)
+            else:
+                self.ready[uid] = manifests.is_ready(obj)
+            return
         name = str(meta.get("name", ""))
         refs = meta.get("ownerReferences") or []
         owner = next((r for r in refs if r.get("controller") and r.get("kind") == manifests.KIND), None)
@@ -152,7 +151,4 @@ class WatchedNamespace:
 
     def _on_event(self, kind: kinds.Kind, change: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         with self._lock:
-            if kind is cluster.MEMCACHED:
-                self._seen.custom(change, obj)
-            else:
-                self._seen.child(kind.kind, change, obj)
+            self._seen.feed(kind, change, obj)

@@ -63,11 +63,9 @@ def write(path: pathlib.Path, text: str) -> None:
     path.write_text(text)
 
 
-def write_json(path: pathlib.Path, document: Mapping[str, Any]) -> str:
-    """Write ``document`` to ``path`` as indented JSON (what is not JSON as its ``str``); returns the text."""
-    text = json.dumps(document, indent=2, default=str)
-    write(path, text + "\n")
-    return text
+def write_json(path: pathlib.Path, document: Mapping[str, Any]) -> None:
+    """Write ``document`` to ``path`` as indented JSON (what is not JSON as its ``str``)."""
+    write(path, json.dumps(document, indent=2, default=str) + "\n")
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, float]:

@@ -1064,8 +1064,9 @@ class Controller:
             # A watch says DELETED of an object that left the selection, too: that one is still there.
             self._log.debug("left the selection, not deleted: no on_deleted", namespace=key[0], name=key[1])
             return True
-        # The values of the Secrets the hook reads are left out of what is said of its error, as a reconcile's are.
-        with secret_values.held():
+        # The values of the Secrets the hook reads, and of the one it is given (a reconciler of Secrets), are left out
+        # of what is said of its error, as a reconcile's are.
+        with secret_values.given(deletion.obj):
             try:
                 coroutines.call(self.reconciler.on_deleted, objects.CustomResource(copy.deepcopy(dict(deletion.obj))))
             except BaseException as exc:  # whatever it is: a hook's sys.exit() would end the worker (see _run)

@@ -473,3 +473,40 @@ def test_an_on_deleted_failing_on_a_secret_s_value_it_read_logs_its_error_withou
     line = next(json.loads(text) for text in log.splitlines() if '"on_deleted raised"' in text)
     assert line["error"] == "ValueError: invalid literal for int() with base 10: '(a Secret's value, left out)'", line
     assert "int(base64.b64decode" in line["stack"]  # where it was raised, still said
+
+
+class Login(okt.Reconciler):
+    """Secrets, a built-in primary, whose ``on_deleted`` fails on the value of the Secret it is given."""
+
+    api_version = "v1"
+    kind = "Secret"
+    status = "annotations"
+    told: ClassVar[list[tuple[str, str, Any]]] = []
+
+    def on_deleted(self, cr: okt.CustomResource) -> None:
+        self.told.append((cr.uid, cr.name, None))
+        raise ValueError(f"no login {base64.b64decode(cr.raw['data']['password']).decode()}")
+
+
+def test_an_on_deleted_failing_on_the_value_of_the_secret_it_is_given_logs_its_error_without_the_value(
+    kube: kube_client.Client, namespace: str, start: Callable[..., controller_mod.Controller]
+) -> None:
+    """The hook's block holds the Secret it is given (its last state), not only those it reads: a reconciler of
+    Secrets has its ``on_deleted`` fail on the value of the deleted one, said without it."""
+    password = "hunter2-" + secrets.token_hex(4)
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "login", "namespace": namespace}}
+    kube.create({**secret, "stringData": {"password": password}})
+    stream = io.StringIO()
+    logs.configure("json", stream=stream)
+    try:
+        controller = start(Login)
+        wait_for(lambda: controller.processed >= 1, timeout=10)
+        kube.delete(kinds.BUILTIN[("v1", "Secret")], "login", namespace)
+        wait_for(lambda: '"on_deleted raised"' in stream.getvalue(), timeout=15, message="the hook's failure logged")
+    finally:
+        structlog.reset_defaults()
+
+    log = stream.getvalue()
+    assert password not in log, log
+    line = next(json.loads(text) for text in log.splitlines() if '"on_deleted raised"' in text)
+    assert line["error"] == "ValueError: no login (a Secret's value, left out)", line

@@ -14,9 +14,10 @@ Guarantees:
 * :func:`held` binds a fresh record to the running context for a block (a reconcile, a daemon's runs, an admission
   or a conversion review, a call of a hook okt runs outside those: ``on_deleted``, a start-up or clean-up hook, a
   probe, a watch's mapping of one event); the kube client's reads of Secrets (:func:`hold`: ``get``, ``list``,
-  through ``ctx.client`` or the runtime's readers), a reconcile's Secret children (desired and live) and a Secret
-  under review add each value of their ``data`` (decoded, and as stored in base64) and ``stringData`` to it, from any
-  thread or task that runs the block's hooks (the record is shared, not copied, with a context copied from it);
+  through ``ctx.client`` or the runtime's readers), a reconcile's primary when it is a Secret (however it was read),
+  the Secret ``on_deleted`` is given, a reconcile's Secret children (desired and live) and a Secret under review add
+  each value of their ``data`` (decoded, and as stored in base64) and ``stringData`` to it, from any thread or task
+  that runs the block's hooks (the record is shared, not copied, with a context copied from it);
 * :func:`left_out` replaces each held value of :data:`SHORTEST` characters or more in a text, the longest first, by
   :data:`LEFT_OUT`; outside a block it changes nothing.
 

@@ -230,6 +230,10 @@ def _reconcile(
         # Reading from the API (a plain call): a failed read is the API's problem, retried — never a gone object.
         raw, unread = None, exc
     exists = raw is not None
+    if raw is not None and kind.kind == "Secret":
+        # Held however it was read: a reader may answer it from memory (the last state of one deleted past okt's
+        # finalizer), not through a read that holds it.
+        secret_values.hold(kind.api_version, kind.kind, (raw,))
     placeholder = {
         "apiVersion": kind.api_version,
         "kind": kind.kind,

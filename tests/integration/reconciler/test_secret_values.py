@@ -26,6 +26,7 @@ from okt.kube import kinds
 from okt.reconciler import watches
 from okt.runtime import backoff, logs, startup
 from okt.runtime import cache as cache_mod
+from okt.runtime import controller as controller_mod
 from okt.runtime import manager as manager_mod
 from okt.status import events
 from okt.testing import condition, crds, wait_for
@@ -287,3 +288,158 @@ def test_a_mapping_or_index_raising_no_exception_on_a_watched_secret_s_value_is_
     assert PASSWORD not in log and base64.b64encode(PASSWORD.encode()).decode() not in log, log
     line = next(json.loads(text) for text in log.splitlines() if f'"{said}' in text)
     assert line["error"] == error, line
+
+
+class RevokedLogins(okt.Reconciler):
+    """Secrets, a built-in primary, whose cleanup fails on the value of the Secret it reconciles."""
+
+    api_version = "v1"
+    kind = "Secret"
+    status = "annotations"
+    finalizer = f"{GROUP}/revoke"
+
+    def cleanup(self, ctx: okt.Context) -> okt.Outcome | None:
+        raise ValueError(f"cannot revoke {base64.b64decode(ctx.cr.raw['data']['password']).decode()}")
+
+
+def test_a_cleanup_failing_on_the_value_of_a_secret_deleted_past_its_finalizer_is_said_without_the_value(
+    kube: kube_client.Client, namespace: str, logged: io.StringIO
+) -> None:
+    """A Secret gone with okt's finalizer still on it (its deletion did not wait) is reconciled from its last state,
+    which the controller's reader answers from memory, not through a read that holds it: the reconcile holds the
+    primary it is given, however it was read, and its cleanup's failure is said without the value."""
+    secret_kind = kinds.BUILTIN[("v1", "Secret")]
+    metadata = {"name": "login", "namespace": namespace, "finalizers": [RevokedLogins.finalizer]}
+    stored = kube.create(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "stringData": {"password": PASSWORD}}
+    )
+    kube.patch(secret_kind, "login", {"metadata": {"finalizers": None}}, namespace)
+    kube.delete(secret_kind, "login", namespace)
+    last = controller_mod.gone_past_finalizers(stored, [RevokedLogins.finalizer])
+    assert last is not None
+    cache = cache_mod.Cache(kube, [namespace])
+    try:
+        reader = controller_mod._Gone(cache, None, secret_kind, last)
+        run = okt.reconcile(
+            RevokedLogins(),
+            kube,
+            reader,
+            namespace,
+            "login",
+            kind=secret_kind,
+            recorder=events.EventRecorder(kube, "v"),
+        )
+    finally:
+        cache.stop()
+
+    assert run.outcome.kind is okt.OutcomeKind.RETRY, run.outcome
+    encoded = base64.b64encode(PASSWORD.encode()).decode()
+    log = logged.getvalue()
+    assert "ValueError: cannot revoke (a Secret's value, left out)" in log, log
+    assert PASSWORD not in log and encoded not in log, log
+    [event] = [e for e in kube.list(kinds.EVENT, namespace)[0] if e["involvedObject"]["name"] == "login"]
+    said = f"deletion blocked by finalizer {RevokedLogins.finalizer}: cannot revoke (a Secret's value, left out)"
+    assert event["message"] == said, event
+
+
+def password_of(obj: Mapping[str, Any] | None) -> str:
+    assert obj is not None
+    return base64.b64decode(obj["data"]["password"]).decode()
+
+
+class ReconciledLogins(okt.Reconciler):
+    """Secrets, a built-in primary, whose reconcile fails on the value of the Secret it reconciles (read from the
+    cache, not through the client)."""
+
+    api_version = "v1"
+    kind = "Secret"
+    status = "annotations"
+
+    def enter_in_state(self, state: okt.State, ctx: okt.Context) -> okt.Outcome | None:
+        super().enter_in_state(state, ctx)
+        if state is okt.State.Mutator:
+            raise ValueError(f"bad login {password_of(ctx.cr.raw)}")
+        return None
+
+
+class WatchedLogins(okt.Reconciler):
+    """Secrets whose daemon fails on the value of the Secret it is given to watch over."""
+
+    api_version = "v1"
+    kind = "Secret"
+    status = "annotations"
+
+    @okt.daemon(backoff=5, max_backoff=5)
+    def watch_login(self, ctx: okt.DaemonContext) -> None:
+        raise ValueError(f"bad login {password_of(ctx.read())}")
+
+
+class TimedLogins(okt.Reconciler):
+    """Secrets whose timers fail on the value of the Secret they run for: on the reconcile's worker, and in a thread
+    of its own (a timer with a timeout)."""
+
+    api_version = "v1"
+    kind = "Secret"
+    status = "annotations"
+
+    @okt.every(seconds=60)
+    def rotate(self, ctx: okt.Context) -> None:
+        raise ValueError(f"bad login {password_of(ctx.cr.raw)}")
+
+    @okt.every(seconds=60, timeout=10)
+    def rotate_later(self, ctx: okt.Context) -> None:
+        raise ValueError(f"bad login {password_of(ctx.cr.raw)}")
+
+
+@pytest.mark.parametrize(
+    ("reconciler", "said", "events_said"),
+    [
+        (ReconciledLogins, ('"reconciled"',), ("bad login (a Secret's value, left out)",)),
+        (WatchedLogins, ('"daemon failed, restarting after a backoff"',), ()),
+        (
+            TimedLogins,
+            ('"timer failed"', '"timer": "rotate"', '"timer": "rotate_later"'),
+            tuple(
+                f"timer {t} failed: ValueError: bad login (a Secret's value, left out)"
+                for t in ("rotate", "rotate_later")
+            ),
+        ),
+    ],
+    ids=["reconcile", "daemon", "timers"],
+)
+def test_a_hook_failing_on_the_value_of_the_secret_it_is_given_is_said_without_the_value(
+    kube: kube_client.Client,
+    namespace: str,
+    logged: io.StringIO,
+    reconciler: type[okt.Reconciler],
+    said: tuple[str, ...],
+    events_said: tuple[str, ...],
+) -> None:
+    """A reconciler of Secrets: the primary its reconcile reads from the cache, the object a daemon reads through
+    ``ctx.read()`` and the one a timer runs for are held in the block each runs in, and what is said of their
+    failure — the log, an Event, the conditions written to the Secret — leaves the value out."""
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "login", "namespace": namespace}}
+    kube.create({**secret, "stringData": {"password": PASSWORD}})
+    secret_kind = kinds.BUILTIN[("v1", "Secret")]
+
+    def told() -> bool:
+        told = [e["message"] for e in kube.list(kinds.EVENT, namespace)[0] if e["involvedObject"]["name"] == "login"]
+        return all(t in logged.getvalue() for t in said) and all(m in told for m in events_said)
+
+    manager = run_manager(kube, namespace, reconciler)
+    try:
+        wait_for(told, timeout=20, message="the failure said")
+    finally:
+        manager.stop()
+        manager.join(15)
+
+    log = logged.getvalue()
+    encoded = base64.b64encode(PASSWORD.encode()).decode()
+    assert "ValueError: bad login (a Secret's value, left out)" in log, log
+    assert PASSWORD not in log and encoded not in log, log
+    messages = [e["message"] for e in kube.list(kinds.EVENT, namespace)[0] if e["involvedObject"]["name"] == "login"]
+    assert not [m for m in messages if PASSWORD in m], messages
+    annotations = kube.get(secret_kind, "login", namespace)["metadata"].get("annotations") or {}
+    assert PASSWORD not in json.dumps(annotations), annotations
+    if reconciler is ReconciledLogins:
+        assert "bad login (a Secret's value, left out)" in json.dumps(annotations), annotations  # Ready says it

@@ -961,10 +961,10 @@ def run_command(
         startups, cleanups = hooks.collect(loaded)
         probes = hooks.probes_of(loaded)
         serves_webhooks = not no_webhooks and bool(webhooks_mod.all_endpoints(reconcilers))
+        client = connect()  # a kubeconfig that does not load is said before a port another program holds
         metrics_listener, webhook_listener = _listen(
             metrics_bind_address, webhook_host if serves_webhooks else None, webhook_port
         )
-        client = connect()
         version = _server_version(client)
         _warn_missing_namespaces(client, namespaces)
         lease_namespace = lease_namespace or _default_lease_namespace(namespaces)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import re
+import socket
 
 import pytest
 from click.testing import CliRunner
@@ -117,15 +118,36 @@ def test_a_module_without_a_reconciler_is_refused(tmp_path: pathlib.Path) -> Non
     assert "defines no okt.Reconciler subclass" in out
 
 
+NO_METRICS = ("--metrics-bind-address", "0")
+"""These runs stop at their first request: the default metrics port, 8080, may be held by another program here."""
+
+
 def test_a_bad_kubeconfig_is_one_line(tmp_path: pathlib.Path) -> None:
     operator = tmp_path / "one_operator.py"
     operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("this: [is not a kubeconfig\n")
-    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig))
+    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig), *NO_METRICS)
     assert code == 1
     assert "cannot load kubeconfig" in out
     assert "Traceback" not in out
+
+
+def test_a_bad_kubeconfig_is_said_before_a_metrics_port_another_program_holds(tmp_path: pathlib.Path) -> None:
+    operator = tmp_path / "held_operator.py"
+    operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("this: [is not a kubeconfig\n")
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        code, out = invoke(
+            "run", str(operator), "--kubeconfig", str(kubeconfig), "--metrics-bind-address", f"127.0.0.1:{port}"
+        )
+    assert code == 1
+    assert out.startswith(f"Error: cannot load kubeconfig from {kubeconfig}")
+    assert "Address already in use" not in out
 
 
 def test_an_unreachable_api_server_is_one_line(tmp_path: pathlib.Path) -> None:
@@ -137,7 +159,7 @@ def test_an_unreachable_api_server_is_one_line(tmp_path: pathlib.Path) -> None:
         "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
         "current-context: x\n"
     )
-    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig))
+    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig), *NO_METRICS)
     assert code == 1
     assert "cannot reach the Kubernetes API server" in out
 
@@ -155,7 +177,7 @@ def test_a_credential_plugin_that_fails_is_one_line_with_its_words_and_the_insta
         "installHint: 'log in with: cloud sso login'}}}]\n"
         "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
     )
-    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig))
+    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig), *NO_METRICS)
     assert code == 1
     assert "exited with 1: the SSO session has expired (log in with: cloud sso login)" in out
     assert len(out.strip().splitlines()) == 1
@@ -411,7 +433,7 @@ def test_webhook_port_0_is_taken_for_an_operator_without_webhooks(tmp_path: path
     operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(_UNREACHABLE_KUBECONFIG)
-    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig), "--webhook-port", "0")
+    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig), "--webhook-port", "0", *NO_METRICS)
     assert code == 1
     assert "cannot reach the Kubernetes API server" in out
 
@@ -441,7 +463,7 @@ def test_a_keylog_file_that_cannot_be_written_is_one_line_naming_the_variable(
     operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(_UNREACHABLE_KUBECONFIG)
-    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig))
+    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig), *NO_METRICS)
     assert code == 1
     assert out.startswith(f"Error: $SSLKEYLOGFILE names {keylog}, where TLS keys cannot be written: ")
     assert out.endswith(" (unset it, or name a file that can be)\n") and out.count("\n") == 1
@@ -471,7 +493,7 @@ def test_an_unreachable_api_server_is_one_line_saying_how_often_it_was_tried(tmp
     operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(_UNREACHABLE_KUBECONFIG)
-    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig), "--log-format", "json")
+    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig), "--log-format", "json", *NO_METRICS)
     assert code == 1
     assert re.fullmatch(
         r"Error: cannot reach the Kubernetes API server: GET /version -> no response \(Unavailable\): "
@@ -500,7 +522,7 @@ def test_a_proxy_whose_host_cannot_be_resolved_is_one_line_naming_the_variable_a
     operator.write_text("import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n")
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(_UNREACHABLE_KUBECONFIG)
-    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig), "--log-format", "json")
+    code, out = invoke("run", str(operator), "--kubeconfig", str(kubeconfig), "--log-format", "json", *NO_METRICS)
     assert code == 1
     assert out.startswith(
         "Error: cannot reach the Kubernetes API server: GET /version -> no response (Unavailable): cannot reach the "

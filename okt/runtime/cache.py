@@ -220,7 +220,13 @@ class Cache:
         # The indexes added to a kind already watched are built over its stored objects by the operator's own index
         # functions, which may take their time or never return: never under the cache's lock, which /readyz takes,
         # and every other start (nor under the informer's: its reads and events go on, see Informer.add_indexers).
-        # Before the replay, so the handler joining finds them complete.
+        # Before the replay, so the handler joining finds them complete. One informer after the other: of a kind
+        # watched in several namespaces, an index is readable meanwhile in the namespaces built so far (by_index says
+        # None, whole_index covers those alone). Nothing reads it then: it is named for the controller starting
+        # (watches.index_name; one name per controller in a manager, per index in a reconciler), whose reconciles,
+        # timers and daemons begin once every controller's watch() returned (Manager._begin), and whose mapping
+        # thread reads only the primaries' indexes, added by the primary's start before that thread runs. A reader
+        # of an index while its start is under way would have to wait for that start.
         for informer in replay:
             informer.add_indexers(indexers or {})
         if replay:

@@ -137,6 +137,8 @@ class Raised:
         key = (uid, name)
         try:
             passed = filter_.passes(obj)
+        except KeyboardInterrupt:  # Ctrl-C on the main thread (okt.reconcile in a script): the user's
+            raise
         except BaseException as exc:  # any: a daemon's is called on the informer's thread, which one would end
             with self._lock:
                 first = key not in self._keys

@@ -254,6 +254,8 @@ class Indexer:
         who = str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
         try:
             result = self.function(obj)
+        except KeyboardInterrupt:  # Ctrl-C on the main thread (okt.reconcile in a script): the user's
+            raise
         except BaseException as exc:  # any: see watches.safe_index
             self._raised_for(who, obj, exc)
             return ()

@@ -323,6 +323,8 @@ class Reconciler:
         instead (see :func:`selects_or_raises`)."""
         try:
             return _filters_pass(self, obj)
+        except KeyboardInterrupt:  # Ctrl-C on the main thread (okt.reconcile in a script): the user's
+            raise
         # Any exception, one that is no Exception too (it ended the informer's thread, and Python printed its text).
         except BaseException as exc:
             meta = obj.get("metadata") or {}

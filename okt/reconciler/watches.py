@@ -192,6 +192,8 @@ def safe_index(
                 kept.append(index_key(value))
             except TypeError as exc:
                 refused.append(exc)
+    except KeyboardInterrupt:  # Ctrl-C on the main thread (okt.reconcile in a script): the user's
+        raise
     # Any exception, SystemExit or one of the operator's own BaseException's too: one escaping would end the
     # informer's thread (the kind's cache stops), and Python's own last word on it quotes the text said_of leaves out.
     except BaseException as exc:
@@ -334,6 +336,8 @@ def keys_of(
                 problems.append(exc)
                 continue
             found[key] = None
+    except KeyboardInterrupt:  # Ctrl-C on the main thread (okt.reconcile in a script): the user's
+        raise
     except BaseException as exc:  # as a mapping's own raising (see keys_for_event)
         problems.append(exc)
     return list(found), problems
@@ -434,6 +438,8 @@ def keys_for_event(
         for version in (obj,) if old is None or unchanged else (obj, old):
             try:
                 keys, problems = keys_of(watched.map(version, ctx), ctx.kind.namespaced, ctx.kind)
+            except KeyboardInterrupt:  # Ctrl-C on the main thread (okt.reconcile in a script): the user's
+                raise
             # Any exception: one that is no Exception (SystemExit, the operator's own) escaped the block, and the
             # mapping thread said it with the values the block leaves out.
             except BaseException as exc:

@@ -140,3 +140,25 @@ def test_a_when_that_raises_does_not_pass_and_is_logged_once_per_object_while_it
     raised.forget("u1", ["backup"])
     raised.forget("u2", ["backup"])
     assert len(raised) == 0
+
+
+def test_a_ctrl_c_inside_a_when_is_the_user_s_and_goes_on_where_any_other_exception_is_the_filter_s() -> None:
+    """A filter's failure of any kind is logged and the object left out (one escaping would end the informer's
+    thread), but for Ctrl-C: on the main thread (``okt.reconcile`` in a script) it is the user stopping the run."""
+
+    def when(o: Any) -> bool:
+        raise KeyboardInterrupt
+
+    class Filtered(okt.Reconciler):
+        api_version = "example.com/v1"
+        kind = "Widget"
+
+        def when(self, o: Any) -> bool:
+            raise KeyboardInterrupt
+
+    filter_ = handler_filters.declare("@okt.every", when=when)
+    assert filter_ is not None
+    with pytest.raises(KeyboardInterrupt):
+        handler_filters.Raised().passes(filter_, obj({"mode": "x"}), "u1", "backup", structlog.get_logger("t"), "timer")
+    with pytest.raises(KeyboardInterrupt):
+        Filtered().selects(obj({"mode": "x"}))

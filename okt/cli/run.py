@@ -33,7 +33,7 @@ from okt.runtime import backoff
 
 if TYPE_CHECKING:
     from okt.reconciler import reconciler
-    from okt.runtime import manager, webhook_server
+    from okt.runtime import manager, probe_server, webhook_server
 
 SERVICE_ACCOUNT_NAMESPACE = pathlib.Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -550,14 +550,34 @@ def _conversion_crds(reconcilers: Sequence[type[Any]]) -> list[str]:
         return []
 
 
+@dataclasses.dataclass
+class _Starting:
+    """What the probes answer while ``okt run`` starts, before the manager answers them: alive (a liveness probe
+    restarts no operator waiting for its API server), not ready, saying what the start waits for; nothing that names
+    a kind, which the API server may not have been asked about yet."""
+
+    version: str | None = None
+    """The API server's version, once it answered."""
+
+    def health(self) -> tuple[bool, str]:
+        return True, "ok"
+
+    def readiness(self) -> tuple[bool, str]:
+        return False, "starting" if self.version else "waiting for the API server"
+
+
 def _listen(
-    metrics_bind_address: str, webhook_host: str | None, webhook_port: int
-) -> tuple[socket.socket | None, socket.socket | None]:
-    """The metrics port and the webhook port (``webhook_host`` None: none served) bound, for the manager to serve.
+    metrics_bind_address: str, webhook_host: str | None, webhook_port: int, starting: _Starting
+) -> tuple[probe_server.ProbeServer | None, socket.socket | None]:
+    """The metrics port bound and answering the probes as ``starting`` says (``/metrics`` not served yet), and the
+    webhook port (``webhook_host`` None: none served) bound, for the manager to serve: it answers its own probes and
+    metrics on the same server once it starts.
 
     Bound before ``okt run`` says or serves anything, and handed over bound: a port another process holds is one
     line, where the metrics port bound by the manager's start was found once the version line was printed, and the
-    webhook port once the probes were served and said so (see :mod:`okt.runtime.ports`).
+    webhook port once the probes were served and said so (see :mod:`okt.runtime.ports`). The probes answered from
+    then on, saying nothing: bound and not served, the port took the kubelet's probes and answered none, for as long
+    as the first request was retried (up to :data:`STARTUP_PATIENCE` seconds) and the checks took.
 
     Raises:
         okt.errors.ConfigurationError: a port cannot be bound (another process holds it, an address not of this host).
@@ -566,24 +586,31 @@ def _listen(
 
     address = probe_server.parse_bind(metrics_bind_address)
     metrics = probe_server.listen(address) if address is not None else None
-    if webhook_host is None:
-        return metrics, None
-    from okt.runtime import webhook_server
-
+    webhooks = None
     try:
-        return metrics, webhook_server.listen(webhook_host, webhook_port, WEBHOOK_PORT_HELD)
+        if webhook_host is not None:
+            from okt.runtime import webhook_server
+
+            webhooks = webhook_server.listen(webhook_host, webhook_port, WEBHOOK_PORT_HELD)
+        if metrics is None:
+            return None, webhooks
+        probes = probe_server.ProbeServer(metrics, None, starting.health, starting.readiness)
     except BaseException:
-        if metrics is not None:
-            metrics.close()
+        for bound in (metrics, webhooks):
+            if bound is not None:
+                bound.close()
         raise
+    probes.start()
+    return probes, webhooks
 
 
-def _close(*listeners: socket.socket | None) -> None:
-    """Close the sockets :func:`_listen` bound: closed already by the servers that took them over, not yet when a
-    check refused to start before they did."""
-    for listener in listeners:
-        if listener is not None:
-            listener.close()
+def _close(probes: probe_server.ProbeServer | None, webhooks: socket.socket | None) -> None:
+    """Stop the probes and close the webhook port :func:`_listen` served and bound: stopped and closed already by the
+    manager that took them over, not yet when a check refused to start before it did."""
+    if probes is not None:
+        probes.stop()
+    if webhooks is not None:
+        webhooks.close()
 
 
 def _webhook_options(
@@ -943,7 +970,7 @@ def run_command(
     logs.configure("json" if log_format == "json" else "console" if log_format else None, verbose)
     _warn_shadowing(target, module)
     reconcilers: list[type[reconciler.Reconciler]] = []
-    metrics_listener = webhook_listener = None
+    starting, serving_probes, webhook_listener = _Starting(), None, None
     try:
         loaded = loader.load_module(module or target or "", as_module=bool(module))
         connect = functools.cache(
@@ -962,10 +989,10 @@ def run_command(
         probes = hooks.probes_of(loaded)
         serves_webhooks = not no_webhooks and bool(webhooks_mod.all_endpoints(reconcilers))
         client = connect()  # a kubeconfig that does not load is said before a port another program holds
-        metrics_listener, webhook_listener = _listen(
-            metrics_bind_address, webhook_host if serves_webhooks else None, webhook_port
+        serving_probes, webhook_listener = _listen(
+            metrics_bind_address, webhook_host if serves_webhooks else None, webhook_port, starting
         )
-        version = _server_version(client)
+        version = starting.version = _server_version(client)
         _warn_missing_namespaces(client, namespaces)
         lease_namespace = lease_namespace or _default_lease_namespace(namespaces)
         # Named here, as the manager would name it: the permission check asks for this Lease, which a role of okt gen
@@ -1011,7 +1038,7 @@ def run_command(
             lease_namespace=lease_namespace,
             lease_name=lease_name,
             metrics_bind=metrics_bind_address,
-            metrics_listener=metrics_listener,
+            metrics_listener=serving_probes,
             metrics_secure=metrics_secure,
             metrics_cert_dir=metrics_cert_dir,
             stuck_after=stuck_after,
@@ -1032,4 +1059,4 @@ def run_command(
     except errors.OktError as exc:
         raise click.ClickException(_with_remedy(exc, reconcilers, module or target or "")) from exc
     finally:
-        _close(metrics_listener, webhook_listener)
+        _close(serving_probes, webhook_listener)

@@ -175,9 +175,11 @@ class Manager:
         lease_name: the Lease's name; derived from the controllers' names when ``None``.
         metrics_bind: ``"host:port"`` of the metrics and probe server, ``"0"`` to disable it.
         metrics_listener: a socket bound to ``metrics_bind`` already (:func:`okt.runtime.probe_server.listen`), which
-            the server takes over: okt run binds it before it says anything, so that a port in use is its one line.
-            ``metrics_bind`` still names the address (its host, as given, is a name ``/metrics``'s own certificate
-            holds).
+            the server takes over: okt run binds it before it says anything, so that a port in use is its one line;
+            or a :class:`okt.runtime.probe_server.ProbeServer` serving it already, which answers this manager's
+            metrics and probes from its start (:meth:`~okt.runtime.probe_server.ProbeServer.serve`), and is closed
+            at its shutdown: okt run's answers the probes while it waits for the API server. ``metrics_bind`` still
+            names the address (its host, as given, is a name ``/metrics``'s own certificate holds).
         metrics_secure: on an address other than loopback, serve ``/metrics`` over TLS to a bearer token the API
             server authenticates and allows to ``get /metrics`` (see :func:`okt.runtime.probe_server.protection`); False
             serves it plain to anyone there too. The probes are open either way.
@@ -244,7 +246,7 @@ class Manager:
         lease_namespace: str = "default",
         lease_name: str | None = None,
         metrics_bind: str = "127.0.0.1:8080",
-        metrics_listener: socket.socket | None = None,
+        metrics_listener: socket.socket | probe_server.ProbeServer | None = None,
         metrics_secure: bool = True,
         metrics_cert_dir: str | None = None,
         identity: str | None = None,
@@ -317,7 +319,8 @@ class Manager:
             fence_mod.Fence(lambda verb, resource: None),
             fence_mod.Fence(lambda verb, resource: None),
         )
-        self.probes: probe_server.ProbeServer | None = None
+        # A server given serving the port is the manager's to close, however its start ends.
+        self.probes = metrics_listener if isinstance(metrics_listener, probe_server.ProbeServer) else None
         self._webhooks = webhooks
         self.webhook_server: webhook_server.WebhookServer | None = None
         self._serves_conversion = False
@@ -455,20 +458,20 @@ class Manager:
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
-    def _probe_server(self, address: tuple[str, int]) -> probe_server.ProbeServer:
-        """The metrics and probe server on ``address`` (on the socket bound to it when given one), ``/metrics``
-        protected there as asked."""
+    def _probe_server(self, address: tuple[str, int]) -> tuple[probe_server.ProbeServer, Callable[[], None]]:
+        """The metrics and probe server on ``address`` (on the socket bound to it when given one, or the server given
+        serving it), ``/metrics`` protected there as asked; and what makes it serve this manager's metrics and probes
+        (a server given goes on answering as it did until then)."""
         secure, cert_dir = self._metrics_protection
         tls, reviewer = probe_server.protection(address, self.client, secure=secure, cert_dir=cert_dir)
-        return probe_server.ProbeServer(
-            self._metrics_listener or address,
-            self.metrics,
-            self.health,
-            self.readiness,
-            tls=tls,
-            reviewer=reviewer,
-            probes=self._probes.report,
+        answers = (self.metrics, self.health, self.readiness)
+        given = self._metrics_listener
+        if isinstance(given, probe_server.ProbeServer):
+            return given, lambda: given.serve(*answers, tls=tls, reviewer=reviewer, probes=self._probes.report)
+        server = probe_server.ProbeServer(
+            given or address, *answers, tls=tls, reviewer=reviewer, probes=self._probes.report
         )
+        return server, server.start
 
     def start(self) -> None:
         """Start everything and return (workers follow once caches are synced and, if asked, leading). A start that
@@ -515,8 +518,9 @@ class Manager:
                 return
             # Both ports bound before either is served: a webhook port another process holds was found once the
             # probes were served, and said so above the one line of the error.
+            serve_probes = None
             if self._bind is not None:
-                self.probes = self._probe_server(self._bind)
+                self.probes, serve_probes = self._probe_server(self._bind)
             if self._webhooks is not None and webhooks_mod.all_endpoints(self.reconcilers):
                 from okt.reconciler import admission
                 from okt.runtime import webhook_server
@@ -526,8 +530,8 @@ class Manager:
                 self.webhook_server = webhook_server.WebhookServer(
                     self._webhooks, self.reconcilers, self.client, scope, self.metrics
                 )
-            if self.probes is not None:
-                self.probes.start()
+            if serve_probes is not None:
+                serve_probes()
             if self.webhook_server is not None:
                 self.webhook_server.start()
                 self._serves_conversion = any(

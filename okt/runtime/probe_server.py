@@ -24,6 +24,8 @@ Guarantees:
   (nginx reclaims the connections still waiting for a request, oldest first, the same way). Only when every one
   held is being answered is the new one closed as soon as it is accepted, without a thread or an answer. Either is
   warned of (once a minute, at debug level in between);
+* a server made without metrics (okt run's while it starts: :meth:`ProbeServer.serve` gives them once the manager
+  starts) answers ``/metrics`` ``503`` in one line, and the probes with what it was given;
 * ``/metrics`` answers ``500`` with one line naming the error when a collector raised (an operator's own, in the
   default registry), logged as a warning (at debug level while the same error repeats), never a connection closed
   without an answer; the probes are unaffected;
@@ -74,6 +76,8 @@ from okt.runtime import metrics as metrics_mod
 from okt.runtime import metrics_auth, ports
 
 DISABLED = "0"
+STARTING = "the operator is starting: /metrics is served once it started"
+"""What ``/metrics`` answers (``503``) on a server not given its metrics yet (:meth:`ProbeServer.serve`)."""
 
 #: Seconds the probe server gives a client to send its whole request head, and to take each write of the answer,
 #: before it closes the connection (the kubelet's probes give up after 1 s by default; controller-runtime's server
@@ -321,13 +325,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.connection.settimeout(self.server.read_timeout)  # the head is read: the answer's writes from here
         path = self.path.split("?", 1)[0]
         if path == "/metrics":
+            # Read before the protection: a server given its metrics (serve()) is given its protection first.
+            metrics = self.server.metrics
+            if metrics is None:
+                self._send(503, STARTING.encode(), "text/plain")
+                return
             refusal = self._refusal()
             if refusal is not None:
                 status, line = refusal
                 self._send(status, line.encode(), "text/plain", bearer=status == 401)
                 return
             try:
-                exposition = self.server.metrics.exposition()
+                exposition = metrics.exposition()
             except Exception as exc:  # an operator's own collector raised: an answer, never a closed connection
                 self._send(500, self.server.collector_failed(exc).encode(), "text/plain")
                 return
@@ -400,7 +409,7 @@ class _Server(http.server.ThreadingHTTPServer):
     # socketserver's backlog of 5: a burst of connections beyond it waited for the client's SYN retry (1 s, the
     # kubelet's probe timeout) before they were even accepted, to be served or closed past the cap.
     request_queue_size = MAX_CONNECTIONS
-    metrics: metrics_mod.Metrics
+    metrics: metrics_mod.Metrics | None
     healthy: Callable[[], tuple[bool, str]]
     ready: Callable[[], tuple[bool, str]]
     probes: Callable[[], dict[str, dict[str, Any]]] | None = None
@@ -552,6 +561,13 @@ class _Server6(_Server):
     address_family = socket.AF_INET6
 
 
+def _check_protection(
+    tls: ssl.SSLContext | Callable[[], ssl.SSLContext] | None, reviewer: metrics_auth.Reviewer | None
+) -> None:
+    if reviewer is not None and tls is None:
+        raise ValueError("a /metrics reviewer needs TLS: a bearer token is never read over plain HTTP")
+
+
 def listen(address: tuple[str, int]) -> socket.socket:
     """``address`` (see :func:`parse_bind`) bound for a :class:`ProbeServer` to serve: ``okt run`` binds it before it
     says anything, so a port in use is its one line (see :mod:`okt.runtime.ports`).
@@ -574,7 +590,8 @@ class ProbeServer:
     Args:
         address: ``(host, port)`` (see :func:`parse_bind`), or a socket bound to it already (:func:`listen`), which
             the server takes over.
-        metrics: the metrics to expose.
+        metrics: the metrics to expose; ``None`` answers ``/metrics`` ``503`` (:data:`STARTING`) until :meth:`serve`
+            gives them.
         healthy: returns ``(ok, reason)`` for ``/healthz``.
         ready: returns ``(ok, reason)`` for ``/readyz``.
         probes: returns the operator's probes' report (:meth:`okt.runtime.probes.Probes.report`) for ``/healthz``'s
@@ -599,7 +616,7 @@ class ProbeServer:
     def __init__(
         self,
         address: tuple[str, int] | socket.socket,
-        metrics: metrics_mod.Metrics,
+        metrics: metrics_mod.Metrics | None,
         healthy: Callable[[], tuple[bool, str]],
         ready: Callable[[], tuple[bool, str]],
         *,
@@ -610,29 +627,19 @@ class ProbeServer:
         reviewer: metrics_auth.Reviewer | None = None,
         probes: Callable[[], dict[str, dict[str, Any]]] | None = None,
     ) -> None:
-        if reviewer is not None and tls is None:
-            raise ValueError("a /metrics reviewer needs TLS: a bearer token is never read over plain HTTP")
+        _check_protection(tls, reviewer)
         listener = address if isinstance(address, socket.socket) else listen(address)
         self._server = (_Server6 if listener.family == socket.AF_INET6 else _Server)(
             listener.getsockname()[:2], _Handler, bind_and_activate=False
         )
         ports.serve_on(self._server, listener)
-        self._server.metrics = metrics
-        self._server.healthy = healthy
-        self._server.ready = ready
-        self._server.probes = probes
+        self._answer(metrics, healthy, ready, tls, reviewer, probes)
         self._server.read_timeout = read_timeout
         self._server.max_connections = max_connections
         self._server.connections = threading.BoundedSemaphore(max_connections)
         self._server.max_per_address = max_connections_per_address
         self._server.by_address, self._server.by_address_lock = collections.Counter(), threading.Lock()
         self._server.held = {}
-        if isinstance(tls, ssl.SSLContext):
-            context = tls
-            self._server.tls = lambda: context
-        else:
-            self._server.tls = tls
-        self._server.reviewer = reviewer
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="okt-probes", daemon=True
         )
@@ -659,7 +666,59 @@ class ProbeServer:
         return url.replace("http://", "https://", 1) if self._server.reviewer is not None else url
 
     def start(self) -> None:
+        """Serve; said in a log line once ``/metrics`` is served (here, or by :meth:`serve`)."""
         self._thread.start()
+        if self._server.metrics is not None:
+            self._say_serving()
+
+    def serve(
+        self,
+        metrics: metrics_mod.Metrics,
+        healthy: Callable[[], tuple[bool, str]],
+        ready: Callable[[], tuple[bool, str]],
+        *,
+        tls: ssl.SSLContext | Callable[[], ssl.SSLContext] | None = None,
+        reviewer: metrics_auth.Reviewer | None = None,
+        probes: Callable[[], dict[str, dict[str, Any]]] | None = None,
+    ) -> None:
+        """Answer from now on with these (as the constructor's arguments of the same names), where it answered with
+        what it was made with, and serve if not started yet: a server that answers the probes of a start (okt run's,
+        while its API server does not answer yet) answers the manager's once it starts, on the same socket, with no
+        moment unserved.
+
+        Raises:
+            ValueError: a ``reviewer`` without ``tls``.
+        """
+        _check_protection(tls, reviewer)
+        self._answer(metrics, healthy, ready, tls, reviewer, probes)
+        if self._thread.ident is None:
+            self.start()
+        else:
+            self._say_serving()
+
+    def _answer(
+        self,
+        metrics: metrics_mod.Metrics | None,
+        healthy: Callable[[], tuple[bool, str]],
+        ready: Callable[[], tuple[bool, str]],
+        tls: ssl.SSLContext | Callable[[], ssl.SSLContext] | None,
+        reviewer: metrics_auth.Reviewer | None,
+        probes: Callable[[], dict[str, dict[str, Any]]] | None,
+    ) -> None:
+        if isinstance(tls, ssl.SSLContext):
+            context = tls
+            self._server.tls = lambda: context
+        else:
+            self._server.tls = tls
+        self._server.reviewer = reviewer
+        self._server.probes = probes
+        self._server.healthy = healthy
+        self._server.ready = ready
+        # The protection of /metrics before the metrics, which a request reads first (_Handler.do_GET): served by a
+        # server being given both, they are served protected.
+        self._server.metrics = metrics
+
+    def _say_serving(self) -> None:
         secured = self._server.reviewer is not None
         _log.info(
             "serving metrics and probes",

@@ -22,7 +22,7 @@ from okt.engines import stepper
 from okt.kube import client as kube_client
 from okt.kube import fence as fence_mod
 from okt.kube import kinds
-from okt.runtime import manager, startup, webhook_server
+from okt.runtime import manager, probe_server, startup, webhook_server
 from okt.status import writer
 from okt.testing import wait_for
 
@@ -510,6 +510,34 @@ def test_a_webhook_port_another_process_holds_stops_the_start_before_the_probes_
             runner.start()
     assert runner.join(0)
     assert [event["event"] for event in logged if event["log_level"] != "debug"] == []
+
+
+def test_a_probe_server_given_serving_is_closed_by_a_start_that_fails() -> None:
+    """okt run answers the probes while its API server does not answer yet and hands that server to the manager: a
+    start that fails (here its webhook port, held by another process) closes it, port and thread, and says nothing
+    above okt run's one line."""
+    client: Any = StatsOnly()
+    serving = probe_server.ProbeServer(
+        probe_server.listen(("127.0.0.1", 0)), None, lambda: (True, "ok"), lambda: (False, "starting")
+    )
+    serving.start()
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        runner = manager.Manager(
+            client,
+            [JudgedGadgets],
+            metrics_bind=f"127.0.0.1:{serving.port}",
+            metrics_listener=serving,
+            tune_memory=False,
+            webhooks=webhook_server.Options(host="127.0.0.1", port=port),
+        )
+        with structlog.testing.capture_logs() as logged, pytest.raises(okt.ConfigurationError):
+            runner.start()
+    assert runner.join(0)
+    assert runner.probes is serving
+    assert [event["event"] for event in logged if event["log_level"] != "debug"] == []
+    socket.create_server(("127.0.0.1", serving.port)).close()  # released
+    assert not [t for t in threading.enumerate() if t.name == "okt-probes"]
 
 
 def test_readyz_is_not_ready_before_the_watches_are_started(api: Any) -> None:

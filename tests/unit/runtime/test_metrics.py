@@ -206,6 +206,31 @@ def test_a_port_bound_before_the_server_is_made_is_served_and_closed_at_stop(hos
     socket.create_server((host, port), family=listener.family).close()  # free again
 
 
+def test_a_server_made_without_metrics_answers_the_probes_it_was_given_until_served_the_managers() -> None:
+    """okt run answers the probes from the moment it binds their port, while its API server does not answer yet; the
+    manager's answers follow on the same server, the log saying it serves from then on."""
+    metrics = metrics_mod.Metrics()
+    metrics.reconciled("widget", "done", 0.01)
+    server = probe_server.ProbeServer(
+        probe_server.listen(("127.0.0.1", 0)), None, lambda: (True, "ok"), lambda: (False, "waiting")
+    )
+    try:
+        with structlog.testing.capture_logs() as started:
+            server.start()
+        before = [fetch(server.url + path)[::2] for path in ("/healthz", "/readyz", "/metrics")]
+        with structlog.testing.capture_logs() as served:
+            server.serve(metrics, lambda: (True, "ok"), lambda: (True, "ok"))
+        after = [fetch(server.url + path)[::2] for path in ("/healthz", "/readyz")]
+        status, _, body = fetch(server.url + "/metrics")
+    finally:
+        server.stop()
+    assert before == [(200, "ok"), (503, "not ready: waiting"), (503, probe_server.STARTING)]
+    assert started == []  # a start that fails is its one line
+    assert after == [(200, "ok"), (200, "ok")]
+    assert status == 200 and 'okt_reconcile_total{controller="widget",result="done"} 1.0' in body
+    assert [e["event"] for e in served] == ["serving metrics and probes"]
+
+
 def test_a_metrics_port_in_use_is_refused_as_it_is_bound() -> None:
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]

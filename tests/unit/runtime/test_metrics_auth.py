@@ -11,6 +11,7 @@ import socket
 import ssl
 import sys
 import threading
+import urllib.error
 import urllib.request
 from typing import Any
 
@@ -213,6 +214,33 @@ def test_a_reviewer_without_tls_is_refused() -> None:
             lambda: (True, "ok"),
             reviewer=metrics_auth.Reviewer(client),
         )
+
+
+def test_metrics_given_to_a_server_answering_a_start_are_protected_from_the_first_scrape() -> None:
+    """okt run's server answers the probes while it starts, /metrics unserved (no token can be reviewed by an API
+    server that does not answer yet); given the manager's metrics beyond loopback, it serves them to a token only."""
+    client: Any = ReviewingApi({}, set())
+    server = probe_server.ProbeServer(("127.0.0.1", 0), None, lambda: (True, "ok"), lambda: (False, "waiting"))
+    server.start()
+    try:
+        with pytest.raises(urllib.error.HTTPError) as starting:
+            urllib.request.urlopen(server.url + "/metrics", timeout=5)
+        server.serve(
+            metrics_mod.Metrics(),
+            lambda: (True, "ok"),
+            lambda: (True, "ok"),
+            tls=certs.self_signed().server_context(),
+            reviewer=metrics_auth.Reviewer(client),
+        )
+        with pytest.raises(urllib.error.HTTPError) as plain:
+            urllib.request.urlopen(server.url + "/metrics", timeout=5)
+        with urllib.request.urlopen(server.url + "/healthz", timeout=5) as answer:
+            probe = answer.status, answer.read()
+    finally:
+        server.stop()
+    assert (starting.value.code, starting.value.read().decode()) == (503, probe_server.STARTING)
+    assert plain.value.code == 403
+    assert probe == (200, b"ok")
 
 
 def test_a_tls_server_answers_plain_probes_and_closes_a_handshake_that_never_ends() -> None:

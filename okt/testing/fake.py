@@ -310,7 +310,7 @@ class FakeClient(kube_client.Client):
         self._objects: dict[_Key, dict[str, Any]] = {}
         self._owners: dict[_Key, dict[_Path, set[_Writer]]] = {}
         self._version = itertools.count(1000)
-        self._handed_out: set[int] = set()  # every node port allocated so far: see _node_ports
+        self._held = services.Held()  # the cluster IPs and node ports of the stored Services
         self._failures: list[list[Any]] = []
         self._keyed: dict[tuple[str, str], list_keys.Schema] = {}
         for kind in kinds:
@@ -369,7 +369,7 @@ class FakeClient(kube_client.Client):
             if (stored.get("apiVersion"), stored.get("kind")) not in _WITHOUT_GENERATION:
                 meta.setdefault("generation", 1)
             meta["resourceVersion"] = self._next_version()
-            self._objects[self._key_of(stored)] = stored
+            self._keep(self._key_of(stored), stored)
             return copy.deepcopy(stored)
 
     def stored(self, kind: kinds_mod.Kind, name: str, namespace: str | None = None) -> dict[str, Any] | None:
@@ -741,6 +741,12 @@ class FakeClient(kube_client.Client):
         meta = obj.get("metadata") or {}
         return _key(kind, str(meta.get("name", "")), meta.get("namespace"))
 
+    def _keep(self, key: _Key, obj: dict[str, Any]) -> None:
+        """Store ``obj`` at ``key``, in place of the object there, and what it holds in place of what that held."""
+        self._held.release(self._objects.get(key))
+        self._objects[key] = obj
+        self._held.hold(obj)
+
     def _next_version(self) -> str:
         return str(next(self._version))
 
@@ -789,7 +795,7 @@ class FakeClient(kube_client.Client):
             self._remove(key, orphan=False)
             return copy.deepcopy(new)
         new["metadata"]["resourceVersion"] = self._next_version()
-        self._objects[key] = new
+        self._keep(key, new)
         return copy.deepcopy(new)
 
     def _own(
@@ -843,7 +849,7 @@ class FakeClient(kube_client.Client):
         """
         # An update's fields of a type the Service no longer is are dropped before it is validated, as the server's are.
         if services.is_service(new) and live is not None:
-            services.settle(live, new, self._cluster_ips())
+            services.settle(live, new, self._held.cluster_ips)
         if live is not None and not services.is_service(new):
             # A workload's update is validated whole, as the server validates it: the object's rules (a Job's, a
             # ReplicaSet's and a DaemonSet's twice: as an object, then as an update of one), then what may not
@@ -858,26 +864,14 @@ class FakeClient(kube_client.Client):
         if not services.is_service(new):
             return
         if live is None:
-            services.allocate(new, self._cluster_ips())
-        others = {port for other, obj in self._objects.items() if other != key for port in services.node_ports(obj)}
+            services.allocate(new, self._held.cluster_ips)
+        others = self._held.held_by_others(self._objects.get(key))
         services.claim_node_ports(new, others, services.node_ports(live or {}))
         services.claim_health_check_port(live, new, others)
-        services.allocate_node_ports(new, self._node_ports())
+        services.allocate_node_ports(new, self._held.not_to_allocate())
         if live is not None:
             services.drop_external_traffic_policy(live, new)
         validation.check(kind, new, allocated=True)
-
-    def _cluster_ips(self) -> set[str]:
-        """The cluster IPs the stored Services hold: none is allocated twice."""
-        return {ip for obj in self._objects.values() for ip in services.cluster_ips(obj)}
-
-    def _node_ports(self) -> set[int]:
-        """The node ports not to allocate: those the stored Services hold (none is allocated twice) and, until the
-        range runs out, every one allocated before — the server picks a free one at random, so a port just released
-        is not handed out again at once, to another Service or to the one that left it out."""
-        held = {port for obj in self._objects.values() for port in services.node_ports(obj)}
-        self._handed_out |= held
-        return held | self._handed_out if len(self._handed_out) < len(services.NODE_PORTS) else held
 
     def _schema(self, api_version: str, kind: str) -> list_keys.Schema:
         """The lists an apply merges by key in an object of ``kind``: :func:`okt.testing.patching.schema_of`'s, and
@@ -898,6 +892,7 @@ class FakeClient(kube_client.Client):
 
     def _remove(self, key: _Key, *, orphan: bool) -> None:
         gone = self._objects.pop(key)
+        self._held.release(gone)
         self._owners.pop(key, None)
         self._collect(gone["metadata"].get("uid"), orphan=orphan)
 

@@ -17,16 +17,23 @@ leave out. A node port named that another Service holds is refused, as the serve
 one that no longer needs a health check port (made other than ``LoadBalancer``, or its ``externalTrafficPolicy``
 made ``Cluster``) its ``healthCheckNodePort``, which frees them for another Service (:func:`settle`).
 
+What the stored Services hold is kept in :class:`Held` as each Service is stored, replaced and removed, so that a
+write asks whether an address or a port is held, and finds the lowest free one, in a time that does not grow with the
+number of Services stored (it scanned every stored Service for each write).
+
 Guarantees: each function changes only the ``spec`` of the Service it is given, and only its ``clusterIP``,
 ``clusterIPs``, its ports' ``nodePort``, its ``healthCheckNodePort`` and its ``externalTrafficPolicy``.
 """
 
 from __future__ import annotations
 
+import abc
+import collections
 import dataclasses
+import heapq
 import ipaddress
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Container, Iterable, Mapping
+from typing import Any, Generic, TypeVar
 
 from okt import errors
 from okt.kube import kinds
@@ -41,6 +48,151 @@ _FIRST = 2
 _SERVICE = kinds.BUILTIN[("v1", "Service")]
 _THROUGH_NODES = ("NodePort", "LoadBalancer")
 """The types of Service reached through their nodes' ports: only they hold node ports."""
+_ADDRESSES = range(_FIRST, SERVICE_RANGE.num_addresses - 1)
+"""The indexes in :data:`SERVICE_RANGE` of the addresses handed out (its hosts but the first)."""
+_T = TypeVar("_T", str, int)
+
+
+class Taken(Container[_T], abc.ABC):
+    """Values held (addresses, node ports) that know the lowest free one of their range without a scan."""
+
+    @abc.abstractmethod
+    def lowest(self, skip: Container[_T] = ()) -> _T:
+        """The lowest value of the range neither held nor in ``skip`` (raises StopIteration when there is none)."""
+
+
+class _Pool(Taken[_T], Generic[_T]):
+    """Values each held by any number of Services (:meth:`FakeClient.put` stores what it is given, two Services of
+    one port included), and the lowest free one of a range: every number of the range below ``_top`` is held or in
+    ``_freed``, a heap of the numbers released below it (some held again since: dropped when met)."""
+
+    def __init__(self, numbers: range, value: Callable[[int], _T], number: Callable[[_T], int | None]) -> None:
+        self._held: collections.Counter[_T] = collections.Counter()
+        self._numbers = numbers
+        self._value: Callable[[int], _T] = value
+        self._number: Callable[[_T], int | None] = number
+        self._top = numbers.start
+        self._freed: list[int] = []
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._held
+
+    def count(self, value: _T) -> int:
+        return self._held[value]
+
+    def hold(self, values: Iterable[_T]) -> None:
+        for value in values:
+            self._held[value] += 1
+
+    def release(self, values: Iterable[_T]) -> None:
+        for value in values:
+            self._held[value] -= 1
+            if self._held[value] <= 0:
+                del self._held[value]
+                number = self._number(value)
+                if number is not None and number < self._top:
+                    heapq.heappush(self._freed, number)
+
+    def lowest(self, skip: Container[_T] = ()) -> _T:
+        skipped: list[int] = []
+        found: _T | None = None
+        while self._freed and found is None:
+            value = self._value(self._freed[0])
+            if value in self._held:
+                heapq.heappop(self._freed)
+            elif value in skip:
+                skipped.append(heapq.heappop(self._freed))
+            else:
+                found = value
+        for number in skipped:
+            heapq.heappush(self._freed, number)
+        if found is not None:
+            return found
+        while self._top in self._numbers and self._value(self._top) in self._held:
+            self._top += 1
+        values = map(self._value, range(self._top, self._numbers.stop))
+        free: _T = next(value for value in values if value not in self._held and value not in skip)
+        return free
+
+
+class _Others(Container[int]):
+    """The node ports Services other than one hold: those held more often than by it."""
+
+    def __init__(self, held: _Pool[int], own: Iterable[int]) -> None:
+        self._held, self._own = held, collections.Counter(own)
+
+    def __contains__(self, port: object) -> bool:
+        return isinstance(port, int) and self._held.count(port) > self._own[port]
+
+
+class _HandedOut(Taken[int]):
+    """The node ports handed out so far (see :meth:`Held.not_to_allocate`): they only grow, so the lowest port not
+    among them only rises."""
+
+    def __init__(self) -> None:
+        self.ports: set[int] = set()
+        self._top = NODE_PORTS.start
+
+    def __contains__(self, port: object) -> bool:
+        return port in self.ports
+
+    def lowest(self, skip: Container[int] = ()) -> int:
+        while self._top in self.ports:
+            self._top += 1
+        return next(port for port in range(self._top, NODE_PORTS.stop) if port not in self.ports and port not in skip)
+
+
+def _address(index: int) -> str:
+    return str(SERVICE_RANGE.network_address + index)
+
+
+def _address_index(address: str) -> int | None:
+    try:
+        index = int(ipaddress.IPv4Address(address)) - int(SERVICE_RANGE.network_address)
+    except ValueError:
+        return None
+    return index if index in _ADDRESSES and _address(index) == address else None
+
+
+class Held:
+    """The cluster IPs and node ports the stored Services hold, told of each Service stored (:meth:`hold`) and each
+    removed or replaced (:meth:`release`, with the Service as it was stored): none is allocated twice."""
+
+    def __init__(self) -> None:
+        self._ips: _Pool[str] = _Pool(_ADDRESSES, _address, _address_index)
+        self._ports: _Pool[int] = _Pool(NODE_PORTS, int, lambda port: port if port in NODE_PORTS else None)
+        self._handed_out = _HandedOut()
+        self._new: set[int] = set()  # the ports held since not_to_allocate last handed them out
+
+    def hold(self, obj: Mapping[str, Any]) -> None:
+        if is_service(obj):
+            self._ips.hold(cluster_ips(obj))
+            self._ports.hold(node_ports(obj))
+            self._new.update(node_ports(obj))
+
+    def release(self, obj: Mapping[str, Any] | None) -> None:
+        if obj is not None and is_service(obj):
+            self._ips.release(cluster_ips(obj))
+            self._ports.release(node_ports(obj))
+
+    @property
+    def cluster_ips(self) -> Taken[str]:
+        """The cluster IPs the stored Services hold."""
+        return self._ips
+
+    def held_by_others(self, stored: Mapping[str, Any] | None) -> Container[int]:
+        """The node ports (health check ports among them) Services other than ``stored`` hold."""
+        return _Others(self._ports, node_ports(stored or {}))
+
+    def not_to_allocate(self) -> Taken[int]:
+        """The node ports not to allocate: those the stored Services hold (none is allocated twice) and, until the
+        range runs out, every one allocated before — the server picks a free one at random, so a port just released
+        is not handed out again at once, to another Service or to the one that left it out. A port held counts as
+        allocated before once it is held when this is asked (a Service stored and removed between two asks was
+        never seen holding it)."""
+        self._handed_out.ports.update(port for port in self._new if port in self._ports)
+        self._new.clear()
+        return self._handed_out if len(self._handed_out.ports) < len(NODE_PORTS) else self._ports
 
 
 def is_service(obj: Mapping[str, Any]) -> bool:
@@ -64,7 +216,7 @@ def node_ports(obj: Mapping[str, Any]) -> list[int]:
     return [port for port in found if isinstance(port, int) and port]
 
 
-def allocate_node_ports(service: dict[str, Any], in_use: Collection[int]) -> None:
+def allocate_node_ports(service: dict[str, Any], in_use: Collection[int] | Taken[int]) -> None:
     """Give each port of a ``NodePort`` or ``LoadBalancer`` Service that names no ``nodePort`` the lowest one of
     :data:`NODE_PORTS` no Service holds (``in_use``, this one's ports included: an update that leaves a port's out is
     given another), and a ``LoadBalancer`` whose ``externalTrafficPolicy`` is ``Local`` its ``healthCheckNodePort``
@@ -72,17 +224,29 @@ def allocate_node_ports(service: dict[str, Any], in_use: Collection[int]) -> Non
     spec = service.get("spec")
     if not isinstance(spec, dict) or spec.get("type") not in _THROUGH_NODES:
         return
-    taken = {*in_use, *node_ports(service)}
-    free = (port for port in NODE_PORTS if port not in taken)
+    taken = set(node_ports(service))  # and each one given here
+
+    def free() -> int:
+        port = _lowest(in_use, NODE_PORTS, taken)
+        taken.add(port)
+        return port
+
     for port in spec.get("ports") or ():
         if isinstance(port, dict) and not port.get("nodePort"):
-            port["nodePort"] = next(free)
+            port["nodePort"] = free()
     local = spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local"
     if local and not spec.get("healthCheckNodePort"):
-        spec["healthCheckNodePort"] = next(free)
+        spec["healthCheckNodePort"] = free()
 
 
-def claim_node_ports(service: Mapping[str, Any], held: Collection[int], before: Collection[int] = ()) -> None:
+def _lowest(in_use: Collection[_T] | Taken[_T], values: Iterable[_T], skip: Container[_T]) -> _T:
+    """The first of ``values`` neither ``in_use`` nor in ``skip``: :meth:`Taken.lowest`, or a scan."""
+    if isinstance(in_use, Taken):
+        return in_use.lowest(skip)
+    return next(value for value in values if value not in in_use and value not in skip)
+
+
+def claim_node_ports(service: Mapping[str, Any], held: Container[int], before: Collection[int] = ()) -> None:
     """Refuse the node ports ``service`` names as the API server's allocator does: one it names twice (its ports'
     ``nodePort``), or one another Service holds (``held``: the others' ports, their ``healthCheckNodePort`` among
     them) that it did not hold already (``before``: the ports of the stored Service an update replaces).
@@ -117,7 +281,7 @@ def claim_node_ports(service: Mapping[str, Any], held: Collection[int], before: 
         )
 
 
-def claim_health_check_port(live: Mapping[str, Any] | None, service: Mapping[str, Any], held: Collection[int]) -> None:
+def claim_health_check_port(live: Mapping[str, Any] | None, service: Mapping[str, Any], held: Container[int]) -> None:
     """Refuse the ``healthCheckNodePort`` ``service`` names as Kubernetes 1.20 does, after its node ports are
     claimed: an update of a Service that keeps needing one (:func:`okt.testing.validation.needs_health_check`) may
     not change it, nor leave it out (``live``: the stored Service, None for a create); a Service that comes to need
@@ -149,14 +313,14 @@ def claim_health_check_port(live: Mapping[str, Any] | None, service: Mapping[str
             )
         return
     own = [port.get("nodePort") for port in (service.get("spec") or {}).get("ports") or () if isinstance(port, Mapping)]
-    if named and named in {*held, *own, *node_ports(live or {})}:
+    if named and (named in held or named in own or named in node_ports(live or {})):
         failed = f"failed to allocate requested HealthCheck NodePort {named}: provided port is already allocated"
         raise errors.ApiError.from_status(
             500, "InternalError", f"Internal error occurred: {failed}", causes=(errors.StatusCause("", failed, ""),)
         )
 
 
-def allocate(service: dict[str, Any], in_use: Collection[str]) -> None:
+def allocate(service: dict[str, Any], in_use: Collection[str] | Taken[str]) -> None:
     """What a create does to a Service's ``spec``: a ``clusterIP`` it names is written into ``clusterIPs`` too, one
     it names none gets the first free address of :data:`SERVICE_RANGE`; an ExternalName Service gets none.
 
@@ -180,15 +344,11 @@ def allocate(service: dict[str, Any], in_use: Collection[str]) -> None:
             causes=(errors.StatusCause("FieldValueInvalid", message, "spec.clusterIPs"),),
         )
     if not named and not spec.get("clusterIPs"):
-        free = next(
-            str(ip)
-            for index, ip in enumerate(SERVICE_RANGE.hosts(), start=1)
-            if index >= _FIRST and str(ip) not in in_use
-        )
+        free = _lowest(in_use, map(_address, _ADDRESSES), ())
         spec["clusterIP"], spec["clusterIPs"] = free, [free]
 
 
-def settle(live: Mapping[str, Any], new: dict[str, Any], in_use: Collection[str]) -> None:
+def settle(live: Mapping[str, Any], new: dict[str, Any], in_use: Collection[str] | Taken[str]) -> None:
     """What an update does to a Service's cluster IPs before it is validated (Kubernetes' ``normalizeClusterIPs``):
     ``clusterIPs`` left out while ``clusterIP`` is kept is given back; a ``clusterIP`` cleared or changed while
     ``clusterIPs`` is kept takes ``clusterIPs`` along (so the refusal names ``spec.clusterIPs[0]``, as the server's

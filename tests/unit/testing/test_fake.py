@@ -1399,6 +1399,64 @@ def test_a_node_port_is_free_again_once_its_service_is_deleted_made_cluster_ip_o
     assert taken["spec"]["ports"][0]["nodePort"] == 30100
 
 
+def test_a_cluster_ip_freed_is_the_lowest_free_one_given_again(fake: FakeClient) -> None:
+    for name in ("a", "b", "c"):
+        fake.create({**_SERVICE, "metadata": {"name": name, "namespace": "ns"}})
+
+    fake.delete(SERVICE, "b", "ns")
+    ips = [
+        fake.create({**_SERVICE, "metadata": {"name": name, "namespace": "ns"}})["spec"]["clusterIP"] for name in "de"
+    ]
+    fake.patch(SERVICE, "a", {"spec": {"type": "ExternalName", "externalName": "a.example.com"}}, "ns")
+
+    assert ips == ["10.96.0.3", "10.96.0.5"]
+    made_back = fake.patch(SERVICE, "a", {"spec": {"type": "ClusterIP", "externalName": None}}, "ns")
+    assert made_back["spec"]["clusterIPs"] == ["10.96.0.2"]  # freed by ExternalName, the lowest free again
+
+
+def test_a_node_port_released_is_handed_out_again_only_once_the_range_has_run_out(fake: FakeClient) -> None:
+    # One Service holds every port of the range but the last two; the server picks free ports at random, so one
+    # just released is not handed out again at once.
+    fake.create(_node_port("big", *[0] * (len(range(30000, 32768)) - 2)))
+    first = fake.create(_node_port("a", 0))
+    fake.create({**_SERVICE, "metadata": {"name": "x", "namespace": "ns"}})
+    fake.delete(SERVICE, "a", "ns")
+    second = fake.create(_node_port("b", 0))
+    fake.create({**_SERVICE, "metadata": {"name": "y", "namespace": "ns"}})
+    fake.delete(SERVICE, "b", "ns")
+    third = fake.create(_node_port("c", 0))
+
+    assert [s["spec"]["ports"][0]["nodePort"] for s in (first, second, third)] == [32766, 32767, 32766]
+
+
+def test_an_update_leaving_a_node_port_out_is_given_one_never_handed_out(fake: FakeClient) -> None:
+    created = fake.create(_node_port("a", 0, 0))
+    fake.create(_node_port("b", 30005))
+
+    moved = fake.patch(SERVICE, "a", {"spec": {"ports": [{"name": "p0", "port": 80, "protocol": "TCP"}]}}, "ns")
+    again = fake.create(_node_port("c", 0, 0))
+
+    assert [port["nodePort"] for port in created["spec"]["ports"]] == [30000, 30001]
+    assert [port["nodePort"] for port in moved["spec"]["ports"]] == [30002]
+    assert [port["nodePort"] for port in again["spec"]["ports"]] == [30003, 30004]
+
+
+def test_services_stored_with_put_hold_their_cluster_ips_and_node_ports_until_replaced(fake: FakeClient) -> None:
+    held = _node_port("a", 30100)
+    fake.put({**held, "spec": {**held["spec"], "clusterIP": "10.96.0.2", "clusterIPs": ["10.96.0.2"]}})
+    fake.put({**_node_port("b", 30100), "spec": {**_node_port("b", 30100)["spec"], "clusterIP": "10.96.0.3"}})
+    fake.put({**_node_port("a", 30200), "spec": {**_node_port("a", 30200)["spec"], "clusterIP": "10.96.0.4"}})
+
+    with pytest.raises(errors.Invalid) as raised:
+        fake.create(_node_port("c", 30100))  # b holds it still
+    _refused_port(raised, "spec.ports[0].nodePort", 30100)
+    fake.delete(SERVICE, "b", "ns")
+    created = fake.create(_node_port("c", 30100))
+
+    assert created["spec"]["clusterIP"] == "10.96.0.2"  # a's first cluster IP, replaced
+    assert created["spec"]["ports"][0]["nodePort"] == 30100
+
+
 def test_a_service_made_cluster_ip_loses_its_node_ports_and_traffic_policy(fake: FakeClient) -> None:
     lb = _node_port("a", 30501, kind="LoadBalancer")
     fake.create({**lb, "spec": {**lb["spec"], "externalTrafficPolicy": "Local"}})

@@ -220,6 +220,7 @@ from __future__ import annotations
 
 import base64
 import builtins
+import collections
 import copy
 import datetime
 import itertools
@@ -227,7 +228,7 @@ import json
 import secrets
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any, NoReturn
 
 from okt import errors, secret_values
@@ -311,6 +312,12 @@ class FakeClient(kube_client.Client):
         self._owners: dict[_Key, dict[_Path, set[_Writer]]] = {}
         self._version = itertools.count(1000)
         self._held = services.Held()  # the cluster IPs and node ports of the stored Services
+        # The uids of the stored objects, the keys of those naming each uid as an owner, and the order each key was
+        # stored in (the dict's): a deletion finds its dependents without a scan of the store.
+        self._uids: collections.Counter[Hashable] = collections.Counter()
+        self._dependents: dict[Hashable, set[_Key]] = {}
+        self._order: dict[_Key, int] = {}
+        self._stored_in_order = itertools.count()
         self._failures: list[list[Any]] = []
         self._keyed: dict[tuple[str, str], list_keys.Schema] = {}
         for kind in kinds:
@@ -743,9 +750,33 @@ class FakeClient(kube_client.Client):
 
     def _keep(self, key: _Key, obj: dict[str, Any]) -> None:
         """Store ``obj`` at ``key``, in place of the object there, and what it holds in place of what that held."""
-        self._held.release(self._objects.get(key))
+        old = self._objects.get(key)
+        if old is None:
+            self._order[key] = next(self._stored_in_order)
+        else:
+            self._held.release(old)
+            self._unindex(key, old)
         self._objects[key] = obj
         self._held.hold(obj)
+        self._index(key, obj)
+
+    def _index(self, key: _Key, obj: Mapping[str, Any]) -> None:
+        """Count ``obj``'s uid and the owners it names (:meth:`_unindex` before a change of its ``ownerReferences``)."""
+        if isinstance(uid := obj["metadata"].get("uid"), Hashable):
+            self._uids[uid] += 1
+        for uid in _owner_uids(obj):
+            self._dependents.setdefault(uid, set()).add(key)
+
+    def _unindex(self, key: _Key, obj: Mapping[str, Any]) -> None:
+        if isinstance(uid := obj["metadata"].get("uid"), Hashable):
+            self._uids[uid] -= 1
+            if self._uids[uid] <= 0:
+                del self._uids[uid]
+        for owner in _owner_uids(obj):
+            dependents = self._dependents.get(owner, set())
+            dependents.discard(key)
+            if not dependents:
+                self._dependents.pop(owner, None)
 
     def _next_version(self) -> str:
         return str(next(self._version))
@@ -893,6 +924,8 @@ class FakeClient(kube_client.Client):
     def _remove(self, key: _Key, *, orphan: bool) -> None:
         gone = self._objects.pop(key)
         self._held.release(gone)
+        self._unindex(key, gone)
+        del self._order[key]
         self._owners.pop(key, None)
         self._collect(gone["metadata"].get("uid"), orphan=orphan)
 
@@ -900,17 +933,23 @@ class FakeClient(kube_client.Client):
         """What the garbage collector does to the dependents of a deleted object: it deletes them (one with
         finalizers is only marked, as any delete of it would); a dependent that stays (orphaned, or with another
         owner still there) loses its reference to the deleted object."""
-        for other_key, other in builtins.list(self._objects.items()):
+        # In the order they were stored, as a scan of the store meets them.
+        for other_key in sorted(self._dependents.get(uid, ()), key=self._order.__getitem__):
+            other = self._objects.get(other_key)
+            if other is None:
+                continue
             meta = other["metadata"]
             refs = meta.get("ownerReferences") or ()
-            if other_key not in self._objects or not any(ref.get("uid") == uid for ref in refs):
+            if not any(ref.get("uid") == uid for ref in refs):
                 continue
             if orphan or any(self._exists(ref.get("uid")) for ref in refs if ref.get("uid") != uid):
                 kept = [ref for ref in refs if ref.get("uid") != uid]
+                self._unindex(other_key, other)
                 if kept:
                     meta["ownerReferences"] = kept
                 else:
                     del meta["ownerReferences"]
+                self._index(other_key, other)
                 meta["resourceVersion"] = self._next_version()
             elif meta.get("finalizers"):
                 self._mark_deleted(meta)
@@ -918,7 +957,7 @@ class FakeClient(kube_client.Client):
                 self._remove(other_key, orphan=False)
 
     def _exists(self, uid: str | None) -> bool:
-        return any(obj["metadata"].get("uid") == uid for obj in self._objects.values())
+        return uid in self._uids
 
 
 # -- the API server's rules, as functions --------------------------------------------------------------------------
@@ -931,6 +970,15 @@ spec again: each of the spec's refusals is a cause twice (the message names it o
 
 def _key(kind: kinds_mod.Kind, name: str, namespace: str | None) -> _Key:
     return (kind.api_version, kind.kind, (namespace or "") if kind.namespaced else "", name)
+
+
+def _owner_uids(obj: Mapping[str, Any]) -> set[Hashable]:
+    """The uids ``obj``'s owner references name (None for one naming none: a deleted object without a uid, which only
+    :meth:`FakeClient.put` stores, takes those with it)."""
+    refs = obj["metadata"].get("ownerReferences")
+    if not isinstance(refs, list):
+        return set()
+    return {ref.get("uid") for ref in refs if isinstance(ref, Mapping) and isinstance(ref.get("uid"), Hashable)}
 
 
 def _resource(kind: kinds_mod.Kind) -> str:

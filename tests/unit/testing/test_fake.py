@@ -697,6 +697,49 @@ def test_a_foreground_or_background_delete_takes_the_dependents_and_an_orphaning
     assert [c["metadata"]["name"] for c in fake.objects(kinds.CONFIG_MAP)] == ["kept"]
 
 
+def _owned_by(name: str, *owners: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    """A ConfigMap naming ``owners`` in its owner references."""
+    meta = {"name": name, "namespace": "ns", **meta}
+    if owners:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": o["apiVersion"],
+                "kind": o["kind"],
+                "name": o["metadata"]["name"],
+                "uid": o["metadata"]["uid"],
+            }
+            for o in owners
+        ]
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+
+
+def test_a_deleted_owner_takes_the_dependents_naming_it_when_it_goes_in_the_order_they_were_stored(
+    fake: FakeClient,
+) -> None:
+    a, b = fake.create(gadget("a")), fake.create(gadget("b"))
+    fake.create(_owned_by("moved", a))
+    fake.put(_owned_by("moved", b))  # put in place of the one naming a
+    fake.create(_owned_by("dropped", a))
+    fake.patch(
+        kinds.CONFIG_MAP,
+        "dropped",
+        {"metadata": {"ownerReferences": _owned_by("x", b)["metadata"]["ownerReferences"]}},
+        "ns",
+    )
+    fake.create(_owned_by("shared", a, b))
+    child = fake.create(_owned_by("child", a))
+    fake.create(_owned_by("grandchild", child))
+    fake.create(_owned_by("finalized", a, finalizers=["x/y"]))
+
+    fake.delete(GADGET, "a", "ns")
+
+    stored = {c["metadata"]["name"]: c["metadata"] for c in fake.objects(kinds.CONFIG_MAP)}
+    assert sorted(stored) == ["dropped", "finalized", "moved", "shared"]
+    assert stored["shared"]["ownerReferences"] == _owned_by("x", b)["metadata"]["ownerReferences"]
+    assert "deletionTimestamp" in stored["finalized"] and "deletionTimestamp" not in stored["shared"]
+    assert int(stored["shared"]["resourceVersion"]) < int(stored["finalized"]["resourceVersion"])
+
+
 # -- what okt's client can send -------------------------------------------------------------------------------------
 
 

@@ -127,10 +127,11 @@ class _Others(Container[int]):
 
 class _HandedOut(Taken[int]):
     """The node ports handed out so far (see :meth:`Held.not_to_allocate`): they only grow, so the lowest port not
-    among them only rises."""
+    among them only rises. Those ``held`` are among them; once the others run out, a port is one of the free ones."""
 
-    def __init__(self) -> None:
+    def __init__(self, held: _Pool[int]) -> None:
         self.ports: set[int] = set()
+        self._held = held
         self._top = NODE_PORTS.start
 
     def __contains__(self, port: object) -> bool:
@@ -139,7 +140,10 @@ class _HandedOut(Taken[int]):
     def lowest(self, skip: Container[int] = ()) -> int:
         while self._top in self.ports:
             self._top += 1
-        return next(port for port in range(self._top, NODE_PORTS.stop) if port not in self.ports and port not in skip)
+        for port in range(self._top, NODE_PORTS.stop):
+            if port not in self.ports and port not in skip:
+                return port
+        return self._held.lowest(skip)
 
 
 def _address(index: int) -> str:
@@ -161,14 +165,13 @@ class Held:
     def __init__(self) -> None:
         self._ips: _Pool[str] = _Pool(_ADDRESSES, _address, _address_index)
         self._ports: _Pool[int] = _Pool(NODE_PORTS, int, lambda port: port if port in NODE_PORTS else None)
-        self._handed_out = _HandedOut()
-        self._new: set[int] = set()  # the ports held since not_to_allocate last handed them out
+        self._handed_out = _HandedOut(self._ports)
 
     def hold(self, obj: Mapping[str, Any]) -> None:
         if is_service(obj):
             self._ips.hold(cluster_ips(obj))
             self._ports.hold(node_ports(obj))
-            self._new.update(node_ports(obj))
+            self._handed_out.ports.update(node_ports(obj))
 
     def release(self, obj: Mapping[str, Any] | None) -> None:
         if obj is not None and is_service(obj):
@@ -187,11 +190,8 @@ class Held:
     def not_to_allocate(self) -> Taken[int]:
         """The node ports not to allocate: those the stored Services hold (none is allocated twice) and, until the
         range runs out, every one allocated before — the server picks a free one at random, so a port just released
-        is not handed out again at once, to another Service or to the one that left it out. A port held counts as
-        allocated before once it is held when this is asked (a Service stored and removed between two asks was
-        never seen holding it)."""
-        self._handed_out.ports.update(port for port in self._new if port in self._ports)
-        self._new.clear()
+        is not handed out again at once, to another Service or to the one that left it out (a port a stored Service
+        held, allocated or named, counts as allocated before)."""
         return self._handed_out if len(self._handed_out.ports) < len(NODE_PORTS) else self._ports
 
 

@@ -1462,14 +1462,23 @@ def test_a_node_port_released_is_handed_out_again_only_once_the_range_has_run_ou
     # just released is not handed out again at once.
     fake.create(_node_port("big", *[0] * (len(range(30000, 32768)) - 2)))
     first = fake.create(_node_port("a", 0))
-    fake.create({**_SERVICE, "metadata": {"name": "x", "namespace": "ns"}})
     fake.delete(SERVICE, "a", "ns")
     second = fake.create(_node_port("b", 0))
-    fake.create({**_SERVICE, "metadata": {"name": "y", "namespace": "ns"}})
     fake.delete(SERVICE, "b", "ns")
     third = fake.create(_node_port("c", 0))
 
     assert [s["spec"]["ports"][0]["nodePort"] for s in (first, second, third)] == [32766, 32767, 32766]
+
+
+def test_a_service_needing_more_node_ports_than_were_never_handed_out_is_given_free_ones(fake: FakeClient) -> None:
+    fake.create(_node_port("big", *[0] * (len(range(30000, 32768)) - 2)))
+    fake.create(_node_port("a", 0))
+    fake.create({**_SERVICE, "metadata": {"name": "x", "namespace": "ns"}})
+    fake.delete(SERVICE, "a", "ns")
+
+    created = fake.create(_node_port("b", 0, 0))  # 32767 never handed out, 32766 released by a
+
+    assert sorted(port["nodePort"] for port in created["spec"]["ports"]) == [32766, 32767]
 
 
 def test_an_update_leaving_a_node_port_out_is_given_one_never_handed_out(fake: FakeClient) -> None:

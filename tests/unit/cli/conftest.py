@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import json
 import logging
 import pathlib
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import structlog
@@ -32,6 +34,21 @@ def logging_as_it_was() -> Iterator[None]:
     for handler in [h for h in root.handlers if isinstance(h, logs._StandardHandler) and h not in handlers]:
         root.removeHandler(handler)
         handler.close()
+
+
+class JsonAnswers(http.server.BaseHTTPRequestHandler):
+    """A small API server's handler: ``answer`` writes a JSON answer; nothing is logged."""
+
+    def answer(self, status: int, answer: Any) -> None:
+        body = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""
 
 
 @contextlib.contextmanager

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import pathlib
 from collections.abc import Iterator
@@ -13,7 +12,7 @@ from click.testing import CliRunner
 
 from okt.cli import main as cli_main
 from okt.cli import run as run_mod
-from tests.unit.cli.conftest import served_kubeconfig
+from tests.unit.cli.conftest import JsonAnswers, served_kubeconfig
 
 OPERATOR = "import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n"
 VERSION = {"major": "1", "minor": "20", "gitVersion": "v1.20.2"}
@@ -24,7 +23,7 @@ DISCOVERY = {
 }
 
 
-class _StartingServer(http.server.BaseHTTPRequestHandler):
+class _StartingServer(JsonAnswers):
     """An API server that answers its first two version requests 503 (being restarted), then answers."""
 
     refused = 2
@@ -38,15 +37,7 @@ class _StartingServer(http.server.BaseHTTPRequestHandler):
             status, answer = 200, VERSION
         elif self.path == "/apis/x.io/v1":
             status, answer = 200, DISCOVERY
-        body = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        """Quiet."""
+        self.answer(status, answer)
 
 
 @pytest.fixture

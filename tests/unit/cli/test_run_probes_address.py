@@ -3,8 +3,6 @@ in use, and a run that cannot bind its ports writes no ``--webhook-ca-file``."""
 
 from __future__ import annotations
 
-import http.server
-import json
 import pathlib
 import socket
 from collections.abc import Iterator
@@ -13,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from okt.cli import main as cli_main
-from tests.unit.cli.conftest import served_kubeconfig
+from tests.unit.cli.conftest import JsonAnswers, served_kubeconfig
 
 OPERATOR = "import okt\nclass R(okt.Reconciler):\n    api_version = 'x.io/v1'\n    kind = 'X'\n"
 
@@ -28,20 +26,12 @@ _ANSWERS = {
 }
 
 
-class _VersionOnly(http.server.BaseHTTPRequestHandler):
+class _VersionOnly(JsonAnswers):
     """An API server as far as ``okt run`` asks before it starts the manager: its version, and the discovery of the
     operator's kind."""
 
     def do_GET(self) -> None:
-        body = json.dumps(_ANSWERS.get(self.path, {})).encode()
-        self.send_response(200 if self.path in _ANSWERS else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        """Quiet."""
+        self.answer(200 if self.path in _ANSWERS else 404, _ANSWERS.get(self.path, {}))
 
 
 @pytest.fixture

@@ -4,8 +4,6 @@ alone."""
 
 from __future__ import annotations
 
-import http.server
-import json
 import pathlib
 import socket
 import threading
@@ -18,7 +16,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from okt.cli import main as cli_main
-from tests.unit.cli.conftest import served_kubeconfig
+from tests.unit.cli.conftest import JsonAnswers, served_kubeconfig
 
 OPERATOR = """
 import os
@@ -36,7 +34,7 @@ def wait(client):
 """
 
 
-class _Restarting(http.server.BaseHTTPRequestHandler):
+class _Restarting(JsonAnswers):
     """An API server being restarted: its version answered 503 until :attr:`answering` is set."""
 
     answering = threading.Event()
@@ -51,15 +49,7 @@ class _Restarting(http.server.BaseHTTPRequestHandler):
             status, answer = 200, {"major": "1", "minor": "20", "gitVersion": "v1.20.2"}
         else:
             status, answer = 404, {}
-        body = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        """Quiet."""
+        self.answer(status, answer)
 
 
 @pytest.fixture(autouse=True)

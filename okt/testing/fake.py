@@ -123,7 +123,8 @@ What it does as the API server does:
   externalTraffic=Local during update``), one on a Service other than a ``LoadBalancer`` of ``externalTrafficPolicy:
   Local`` its 422 (``HealthCheckNodePort can only be set on LoadBalancer service with ExternalTrafficPolicy=Local``);
   an update that makes a Service need none (of another type, or ``externalTrafficPolicy: Cluster``) drops it,
-  whatever the write said;
+  whatever the write said; a Service needing a cluster IP or a node port when every one of the range is held is the
+  server's 500 (``Internal error occurred: failed to allocate a nodePort: range is full``);
 * a Secret's ``stringData`` is written into its ``data`` (base64, over the value ``data`` holds under the key) by
   every write and never stored nor answered; a value that is not a string is refused as each verb refuses it (400 for
   a create or an update, 422 for a patch, 500 for an apply on Kubernetes 1.20);

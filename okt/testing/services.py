@@ -8,7 +8,8 @@ of okt.testing's control plane, the lowest address no other Service holds (the s
 Kubernetes 1.20's rules (single-stack: ``clusterIPs`` holds one address, ``clusterIP``'s), pure functions over plain
 dicts. A Service reached through its nodes' ports (``NodePort``, ``LoadBalancer``) is given a node port for each of its
 ports that names none, and a ``LoadBalancer`` one whose ``externalTrafficPolicy`` is ``Local`` a
-``healthCheckNodePort``: the lowest free ones of :data:`NODE_PORTS` (the server picks them at random too). They stay
+``healthCheckNodePort``: the lowest free ones of :data:`NODE_PORTS` (the server picks them at random too; none free,
+the write is its 500, ``failed to allocate a nodePort: range is full``, as for a cluster IP). They stay
 while a write keeps them (an apply that leaves them out keeps them: no one applied them); an update that leaves one
 out gets another, as on Kubernetes 1.20 — but for the ``healthCheckNodePort``, which an update may neither change nor
 leave out. A node port named that another Service holds is refused, as the server's allocator refuses it
@@ -220,23 +221,39 @@ def allocate_node_ports(service: dict[str, Any], in_use: Collection[int] | Taken
     """Give each port of a ``NodePort`` or ``LoadBalancer`` Service that names no ``nodePort`` the lowest one of
     :data:`NODE_PORTS` no Service holds (``in_use``, this one's ports included: an update that leaves a port's out is
     given another), and a ``LoadBalancer`` whose ``externalTrafficPolicy`` is ``Local`` its ``healthCheckNodePort``
-    (which its nodes' load balancer probes). Any other Service is left as it is."""
+    (which its nodes' load balancer probes). Any other Service is left as it is.
+
+    Raises:
+        okt.errors.ServerError: no port of the range is free (500, ``Internal error occurred: failed to allocate a
+            nodePort: range is full``; ``a HealthCheck NodePort 0`` for a health check port), as on Kubernetes 1.20.
+    """
     spec = service.get("spec")
     if not isinstance(spec, dict) or spec.get("type") not in _THROUGH_NODES:
         return
     taken = set(node_ports(service))  # and each one given here
 
-    def free() -> int:
-        port = _lowest(in_use, NODE_PORTS, taken)
+    def free(what: str) -> int:
+        try:
+            port = _lowest(in_use, NODE_PORTS, taken)
+        except StopIteration:
+            raise _range_full(what) from None
         taken.add(port)
         return port
 
     for port in spec.get("ports") or ():
         if isinstance(port, dict) and not port.get("nodePort"):
-            port["nodePort"] = free()
+            port["nodePort"] = free("nodePort")
     local = spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local"
     if local and not spec.get("healthCheckNodePort"):
-        spec["healthCheckNodePort"] = free()
+        spec["healthCheckNodePort"] = free("HealthCheck NodePort 0")
+
+
+def _range_full(what: str) -> errors.ApiError:
+    """Kubernetes 1.20's answer when its allocator has nothing left: an error of its own (500), not a 4xx."""
+    failed = f"failed to allocate a {what}: range is full"
+    return errors.ApiError.from_status(
+        500, "InternalError", f"Internal error occurred: {failed}", causes=(errors.StatusCause("", failed, ""),)
+    )
 
 
 def _lowest(in_use: Collection[_T] | Taken[_T], values: Iterable[_T], skip: Container[_T]) -> _T:
@@ -326,6 +343,8 @@ def allocate(service: dict[str, Any], in_use: Collection[str] | Taken[str]) -> N
 
     Raises:
         okt.errors.Invalid: the ``clusterIP`` named is another Service's (the API server's 422).
+        okt.errors.ServerError: no address of the range is free (500, ``Internal error occurred: failed to allocate
+            a serviceIP: range is full``).
     """
     spec = service.setdefault("spec", {})
     if not isinstance(spec, dict) or spec.get("type") == "ExternalName":
@@ -344,7 +363,10 @@ def allocate(service: dict[str, Any], in_use: Collection[str] | Taken[str]) -> N
             causes=(errors.StatusCause("FieldValueInvalid", message, "spec.clusterIPs"),),
         )
     if not named and not spec.get("clusterIPs"):
-        free = _lowest(in_use, map(_address, _ADDRESSES), ())
+        try:
+            free = _lowest(in_use, map(_address, _ADDRESSES), ())
+        except StopIteration:
+            raise _range_full("serviceIP") from None
         spec["clusterIP"], spec["clusterIPs"] = free, [free]
 
 

@@ -14,6 +14,7 @@ any other difference is a bug of the fake.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
 import json
@@ -1274,6 +1275,54 @@ def node_ports(run: Run) -> None:
     run.step("made node port", lambda: shown(c.patch(SERVICE, "c", {"spec": {"type": "NodePort"}}, run.ns)))
 
 
+def node_ports_full(run: Run) -> None:
+    """A Service needing a node port when every one of the range is held (created, or updated to add a port or to
+    need a health check port): the server's allocator fails it with a 500 of its own, message included."""
+    c = run.client
+    body = {"apiVersion": "v1", "kind": "Service", "metadata": {"namespace": run.ns}}
+
+    def service(name: str, count: int, kind: str = "NodePort") -> dict[str, Any]:
+        ports = [{"name": f"p{i}", "port": 1000 + i, "protocol": "TCP", "targetPort": 80} for i in range(count)]
+        return {**body, "metadata": {**body["metadata"], "name": name}, "spec": {"type": kind, "ports": ports}}
+
+    def refusal(call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except errors.ServerError as exc:
+            return {"status": exc.status, "message": exc.api_message, "causes": [cause.message for cause in exc.causes]}
+
+    # Fill the range whatever other Services of the control plane hold: Services of as many ports as will go, the
+    # number halved each time the server finds the range too short (not in the transcript: what is held differs).
+    fillers: list[str] = []
+    count = 32768 - 30000
+    try:
+        while count:
+            try:
+                c.create(service(f"fill{len(fillers)}", count))
+                fillers.append(f"fill{len(fillers)}")
+            except errors.ServerError:
+                count //= 2
+        last = fillers.pop()  # one port freed: the last filler made again with one port fewer
+        fewer = len(c.get(SERVICE, last, run.ns)["spec"]["ports"]) - 1
+        c.delete(SERVICE, last, run.ns)
+        if fewer:
+            fillers.append(c.create(service(last, fewer))["metadata"]["name"])
+        run.step("the last free port", lambda: c.create(service("a", 1))["spec"]["type"])
+        run.step("created", lambda: refusal(lambda: c.create(service("b", 1, kind="LoadBalancer"))))
+        live = c.get(SERVICE, "a", run.ns)
+        added = {
+            **live,
+            "spec": {**live["spec"], "ports": [*live["spec"]["ports"], service("x", 2)["spec"]["ports"][1]]},
+        }
+        run.step("a port added", lambda: refusal(lambda: c.replace(SERVICE, added)))
+        local = {"spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local"}}
+        run.step("made local", lambda: refusal(lambda: c.patch(SERVICE, "a", local, run.ns)))
+    finally:
+        for name in [*fillers, "a"]:
+            with contextlib.suppress(errors.NotFound):
+                c.delete(SERVICE, name, run.ns)
+
+
 SEQUENCES: list[Callable[[Run], None]] = [
     create_get_list,
     generate_name,
@@ -1296,6 +1345,7 @@ SEQUENCES: list[Callable[[Run], None]] = [
     defaults_filled,
     quantities,
     node_ports,
+    node_ports_full,
     pod_spec_refusals,
     undecodable_values,
     undecodable_quantities,

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import copy
 import fractions
+import ipaddress
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import pytest
 
+from okt import errors
 from okt.resources import checksum
 from okt.testing import defaults, services
 
@@ -143,6 +146,30 @@ def test_a_local_load_balancer_gets_a_health_check_node_port_and_a_cluster_ip_se
 
     assert balancer["spec"]["ports"][0]["nodePort"] == 30000 and balancer["spec"]["healthCheckNodePort"] == 30001
     assert cluster["spec"]["ports"] == [{"port": 80}]
+
+
+class _EveryAddress(Collection[str]):
+    """Every address of the service range held (a million: none listed)."""
+
+    def __contains__(self, address: object) -> bool:
+        return isinstance(address, str) and bool(address) and ipaddress.ip_address(address) in services.SERVICE_RANGE
+
+    def __iter__(self) -> Iterator[str]:
+        return map(str, services.SERVICE_RANGE.hosts())
+
+    def __len__(self) -> int:
+        return services.SERVICE_RANGE.num_addresses
+
+
+def test_a_service_needing_a_cluster_ip_when_every_one_is_held_is_the_servers_500() -> None:
+    service = _service("ClusterIP", {"port": 80})
+
+    with pytest.raises(errors.ServerError) as raised:
+        services.allocate(service, _EveryAddress())
+
+    assert (raised.value.status, raised.value.api_reason) == (500, "InternalError")
+    assert raised.value.api_message == "Internal error occurred: failed to allocate a serviceIP: range is full"
+    assert "clusterIP" not in service["spec"]
 
 
 @pytest.mark.parametrize(

@@ -1481,6 +1481,32 @@ def test_a_service_needing_more_node_ports_than_were_never_handed_out_is_given_f
     assert sorted(port["nodePort"] for port in created["spec"]["ports"]) == [32766, 32767]
 
 
+def _range_full(raised: pytest.ExceptionInfo[errors.ServerError], what: str) -> None:
+    failed = f"failed to allocate a {what}: range is full"
+    assert (raised.value.status, raised.value.api_reason) == (500, "InternalError")
+    assert raised.value.api_message == f"Internal error occurred: {failed}"
+    assert [cause.message for cause in raised.value.causes] == [failed]
+
+
+def test_a_service_needing_a_node_port_when_every_one_is_held_is_the_servers_500(fake: FakeClient) -> None:
+    fake.create(_node_port("big", *[0] * (len(range(30000, 32768)) - 1)))
+    before = fake.create(_node_port("a", 0))  # the last free one
+    lb = _node_port("b", 0, kind="LoadBalancer")
+
+    with pytest.raises(errors.ServerError) as created:
+        fake.create(lb)
+    with pytest.raises(errors.ServerError) as added:
+        fake.patch(SERVICE, "a", {"spec": _node_port("a", before["spec"]["ports"][0]["nodePort"], 0)["spec"]}, "ns")
+    with pytest.raises(errors.ServerError) as health_check:
+        fake.patch(SERVICE, "a", {"spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local"}}, "ns")
+
+    _range_full(created, "nodePort")
+    _range_full(added, "nodePort")
+    _range_full(health_check, "HealthCheck NodePort 0")
+    assert fake.stored(SERVICE, "b", "ns") is None
+    assert fake.stored(SERVICE, "a", "ns") == before
+
+
 def test_an_update_leaving_a_node_port_out_is_given_one_never_handed_out(fake: FakeClient) -> None:
     created = fake.create(_node_port("a", 0, 0))
     fake.create(_node_port("b", 30005))
